@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+	"sync/atomic"
+)
+
+// ln2 and ln2² exactly as RedisBloom writes them: sizing must round the same way.
+const (
+	ln2        = 0.693147180559945
+	ln2Squared = 0.480453013918201
+)
+
+// BloomParams describes one Bloom filter ("link" in a chain) as RedisBloom's
+// struct bloom and its dump header do. Entries is the link's capacity.
+type BloomParams struct {
+	Entries uint64
+	Error   float64
+	BPE     float64 // bits per entry
+	Hashes  uint32
+	Bits    uint64
+	Bytes   uint64
+	N2      uint8 // non-zero only in legacy power-of-two links
+}
+
+// BitsPerEntry is −ln(error)/ln²2, as calc_bpe computes it.
+func BitsPerEntry(errRate float64) float64 {
+	bpe := -(Log(errRate) / ln2Squared)
+	if bpe < 0 {
+		bpe = -bpe
+	}
+	return bpe
+}
+
+// HashCount is ceil(ln2 × bpe).
+func HashCount(bpe float64) float64 { return math.Ceil(ln2 * bpe) }
+
+// SizeBloom computes the layout RedisBloom's bloom_init gives a new filter
+// (NOROUND: bits = floor(entries×bpe), at least 1, rounded up to a multiple of
+// 64). ok is false for the inputs bloom_init refuses. It allocates nothing, so
+// callers can check a memory cap first.
+func SizeBloom(entries uint64, errRate float64) (p BloomParams, ok bool) {
+	if entries < 1 || !(errRate > 0) || errRate >= 1 {
+		return p, false
+	}
+	p.Entries = entries
+	p.Error = errRate
+	p.BPE = BitsPerEntry(errRate)
+	fbits := float64(entries) * p.BPE
+	if fbits >= math.MaxUint64/2 {
+		return p, false
+	}
+	bits := uint64(fbits)
+	if bits == 0 {
+		bits = 1
+	}
+	if bits%64 != 0 {
+		p.Bytes = (bits/64 + 1) * 8
+	} else {
+		p.Bytes = bits / 8
+	}
+	p.Bits = p.Bytes * 8
+	p.Hashes = uint32(HashCount(p.BPE))
+	return p, true
+}
+
+// Validate applies bloom_validate_integrity to parameters read from a dump
+// header, plus guards C does not need (NaN, absurd hash counts) so that a
+// hostile header cannot make every lookup loop for seconds.
+func (p *BloomParams) Validate() bool {
+	if !(p.Error > 0) || p.Error >= 1 || p.N2 > 63 || p.Bits == 0 {
+		return false
+	}
+	if p.N2 != 0 && p.Bits < uint64(1)<<p.N2 {
+		return false
+	}
+	if p.Bytes > math.MaxUint64/8 || p.Bits != p.Bytes*8 {
+		return false
+	}
+	if math.IsNaN(p.BPE) || math.IsInf(p.BPE, 0) {
+		return false
+	}
+	h := HashCount(p.BPE)
+	if h < 0 || h > MaxHashes || float64(p.Hashes) != h {
+		return false
+	}
+	return true
+}
+
+// MaxHashes bounds the hash count a loaded header may carry. The smallest
+// positive error rate a command accepts (about 5e-324) gives 1,075 hashes, so
+// no filter RedisBloom can create exceeds it.
+const MaxHashes = 1100
+
+// Bloom is one Bloom filter bit array. Bits live in little-endian 64-bit words
+// so that bit x is byte x>>3, mask 1<<(x&7) in the dump, as in RedisBloom.
+// One writer and any number of readers may use it at once: words are read and
+// set atomically, and a bit once set is never cleared outside LoadChunk.
+type Bloom struct {
+	BloomParams
+	mod   uint64
+	words []uint64
+}
+
+// NewBloom allocates a zeroed filter with the given parameters.
+func NewBloom(p BloomParams) *Bloom {
+	b := &Bloom{BloomParams: p, words: make([]uint64, (p.Bytes+7)/8)}
+	b.mod = p.Bits
+	if p.N2 > 0 {
+		b.mod = uint64(1) << p.N2
+	}
+	return b
+}
+
+// Test reports whether every one of the item's bits is set.
+func (b *Bloom) Test(h Hash) bool {
+	for i := uint64(0); i < uint64(b.Hashes); i++ {
+		x := (h.A + i*h.B) % b.mod
+		if atomic.LoadUint64(&b.words[x>>6])&(1<<(x&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Add sets the item's bits and reports whether any of them was clear.
+func (b *Bloom) Add(h Hash) bool {
+	flipped := false
+	for i := uint64(0); i < uint64(b.Hashes); i++ {
+		x := (h.A + i*h.B) % b.mod
+		w := &b.words[x>>6]
+		mask := uint64(1) << (x & 63)
+		if atomic.LoadUint64(w)&mask == 0 {
+			atomic.OrUint64(w, mask)
+			flipped = true
+		}
+	}
+	return flipped
+}
+
+// ReadBytes copies len(dst) bytes of the bit array starting at byte offset off.
+func (b *Bloom) ReadBytes(dst []byte, off uint64) {
+	for i := range dst {
+		pos := off + uint64(i)
+		w := atomic.LoadUint64(&b.words[pos>>3])
+		dst[i] = byte(w >> ((pos & 7) * 8))
+	}
+}
+
+// WriteBytes overwrites the bit array at byte offset off (LOADCHUNK). The
+// caller has checked the range.
+func (b *Bloom) WriteBytes(src []byte, off uint64) {
+	i := 0
+	for i < len(src) {
+		pos := off + uint64(i)
+		if pos&7 == 0 && len(src)-i >= 8 {
+			atomic.StoreUint64(&b.words[pos>>3], binary.LittleEndian.Uint64(src[i:]))
+			i += 8
+			continue
+		}
+		w := &b.words[pos>>3]
+		shift := (pos & 7) * 8
+		old := atomic.LoadUint64(w)
+		atomic.StoreUint64(w, old&^(0xff<<shift)|uint64(src[i])<<shift)
+		i++
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/bfserver/bfserver
+
+go 1.26.8

@@ -1,0 +1,319 @@
+package scalable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/bfserver/bfserver/engine"
+)
+
+// Chain option bits, stored in the dump header.
+const (
+	OptNoRound    = 1
+	OptEntsIsBits = 2
+	OptForce64    = 4
+	OptNoScaling  = 8
+	optAll        = OptNoRound | OptEntsIsBits | OptForce64 | OptNoScaling
+)
+
+// Sizes RedisBloom reports for its structs (sizeof SBChain, SBLink on 64-bit).
+const (
+	chainStructSize = 32
+	linkStructSize  = 64
+)
+
+// tightening is ERROR_TIGHTENING_RATIO: each link halves the error.
+const tightening = 0.5
+
+// Link is one Bloom filter of a chain plus the count of items it took.
+type Link struct {
+	*engine.Bloom
+	size atomic.Uint64
+}
+
+// Size is the number of items added to this link.
+func (l *Link) Size() uint64 { return l.size.Load() }
+
+// Chain is a scalable Bloom filter (RedisBloom's SBChain). One writer and
+// many readers may use it at once: the link list is swapped atomically when
+// a link is added, and engine.Bloom is safe for concurrent Test and Add.
+type Chain struct {
+	links   atomic.Pointer[[]*Link]
+	size    atomic.Uint64
+	Options uint32
+	Growth  uint32
+}
+
+// ChainBytes is the memory a new chain's first link needs, for checking a cap
+// before NewChain allocates.
+func ChainBytes(capacity uint64, errRate float64, nonScaling bool) (uint64, bool) {
+	if !nonScaling {
+		errRate *= tightening
+	}
+	p, ok := engine.SizeBloom(capacity, errRate)
+	return p.Bytes, ok
+}
+
+// NewChain creates a chain as BF.RESERVE does. maxBytes caps its first link.
+func NewChain(capacity uint64, errRate float64, growth uint32, nonScaling bool, maxBytes uint64) (*Chain, error) {
+	c := &Chain{Options: OptNoRound | OptForce64, Growth: growth}
+	if nonScaling {
+		c.Options |= OptNoScaling
+	} else {
+		errRate *= tightening
+	}
+	p, ok := engine.SizeBloom(capacity, errRate)
+	if !ok {
+		return nil, ErrGrow
+	}
+	if p.Bytes > maxBytes {
+		return nil, ErrTooLarge
+	}
+	c.links.Store(&[]*Link{{Bloom: engine.NewBloom(p)}})
+	return c, nil
+}
+
+// Links returns the current links, oldest first. The slice is never mutated.
+func (c *Chain) Links() []*Link { return *c.links.Load() }
+
+// Size is the number of items the chain took (BF.CARD).
+func (c *Chain) Size() uint64 { return c.size.Load() }
+
+// NonScaling reports whether the chain refuses to grow.
+func (c *Chain) NonScaling() bool { return c.Options&OptNoScaling != 0 }
+
+func (c *Chain) hash(item []byte) engine.Hash {
+	if c.Options&OptForce64 != 0 {
+		return engine.BloomHash64(item)
+	}
+	return engine.BloomHash32(item)
+}
+
+// Test reports whether the item may be in the chain.
+func (c *Chain) Test(item []byte) bool {
+	h := c.hash(item)
+	links := c.Links()
+	for i := len(links) - 1; i >= 0; i-- {
+		if links[i].Test(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Add adds the item (SBChain_Add): false if it was already present; a new
+// link with capacity×growth and half the error when the newest is full.
+// maxBytes caps the chain's total bit-array bytes after growth.
+func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
+	h := c.hash(item)
+	links := c.Links()
+	for i := len(links) - 1; i >= 0; i-- {
+		if links[i].Test(h) {
+			return false, nil
+		}
+	}
+	cur := links[len(links)-1]
+	if cur.Size() >= cur.Entries {
+		if c.NonScaling() {
+			return false, ErrNonScalingFull
+		}
+		p, ok := engine.SizeBloom(cur.Entries*uint64(c.Growth), cur.Error*tightening)
+		if !ok {
+			return false, ErrGrow
+		}
+		if p.Bytes > maxBytes || c.Bytes() > maxBytes-p.Bytes {
+			return false, ErrTooLarge
+		}
+		next := append(append(make([]*Link, 0, len(links)+1), links...), &Link{Bloom: engine.NewBloom(p)})
+		c.links.Store(&next)
+		cur = next[len(next)-1]
+	}
+	if cur.Add(h) {
+		cur.size.Add(1)
+		c.size.Add(1)
+		return true, nil
+	}
+	return false, nil
+}
+
+// Capacity is the sum of link capacities (BF.INFO Capacity).
+func (c *Chain) Capacity() uint64 {
+	var n uint64
+	for _, l := range c.Links() {
+		n += l.Entries
+	}
+	return n
+}
+
+// Bytes is the total size of the bit arrays.
+func (c *Chain) Bytes() uint64 {
+	var n uint64
+	for _, l := range c.Links() {
+		n += l.BloomParams.Bytes
+	}
+	return n
+}
+
+// MemUsage is BF.INFO's Size: RedisBloom's BFMemUsage on 64-bit.
+func (c *Chain) MemUsage() uint64 {
+	links := c.Links()
+	return chainStructSize + linkStructSize*uint64(len(links)) + c.Bytes()
+}
+
+// Debug renders BF.DEBUG's lines.
+func (c *Chain) Debug() []string {
+	links := c.Links()
+	out := make([]string, 0, len(links)+1)
+	out = append(out, fmt.Sprintf("size:%d", c.Size()))
+	width := 32
+	if c.Options&OptForce64 != 0 {
+		width = 64
+	}
+	for _, l := range links {
+		bits := l.Bits
+		if bits == 0 {
+			bits = 1 << l.N2
+		}
+		out = append(out, fmt.Sprintf("bytes:%d bits:%d hashes:%d hashwidth:%d capacity:%d size:%d ratio:%s",
+			l.BloomParams.Bytes, bits, l.Hashes, width, l.Entries, l.Size(), FormatG(l.Error)))
+	}
+	return out
+}
+
+// FormatG formats like C's printf %g (Go's %.6g matches it, exponent digits
+// included).
+func FormatG(f float64) string { return fmt.Sprintf("%.6g", f) }
+
+const (
+	chainHeaderSize = 20
+	linkHeaderSize  = 53
+)
+
+// Header encodes the SCANDUMP header (SBChain_GetEncodedHeader).
+func (c *Chain) Header() []byte {
+	links := c.Links()
+	buf := make([]byte, chainHeaderSize+linkHeaderSize*len(links))
+	binary.LittleEndian.PutUint64(buf[0:], c.Size())
+	binary.LittleEndian.PutUint32(buf[8:], uint32(len(links)))
+	binary.LittleEndian.PutUint32(buf[12:], c.Options)
+	binary.LittleEndian.PutUint32(buf[16:], c.Growth)
+	for i, l := range links {
+		b := buf[chainHeaderSize+linkHeaderSize*i:]
+		binary.LittleEndian.PutUint64(b[0:], l.BloomParams.Bytes)
+		binary.LittleEndian.PutUint64(b[8:], l.Bits)
+		binary.LittleEndian.PutUint64(b[16:], l.Size())
+		binary.LittleEndian.PutUint64(b[24:], math.Float64bits(l.Error))
+		binary.LittleEndian.PutUint64(b[32:], math.Float64bits(l.BPE))
+		binary.LittleEndian.PutUint32(b[40:], l.Hashes)
+		binary.LittleEndian.PutUint64(b[44:], l.Entries)
+		b[52] = l.N2
+	}
+	return buf
+}
+
+// linkAt finds the link holding 1-based byte position pos (getLinkPos).
+func (c *Chain) linkAt(pos int64) (*Link, uint64) {
+	if pos < 1 {
+		return nil, 0
+	}
+	off := uint64(pos - 1)
+	for _, l := range c.Links() {
+		if off < l.BloomParams.Bytes {
+			return l, off
+		}
+		off -= l.BloomParams.Bytes
+	}
+	return nil, 0
+}
+
+// Chunk returns the dump chunk at 1-based position pos and the next position;
+// next is 0 and data empty past the end (SBChain_GetEncodedChunk).
+func (c *Chain) Chunk(pos int64) (next int64, data []byte) {
+	l, off := c.linkAt(pos)
+	if l == nil {
+		return 0, nil
+	}
+	n := l.BloomParams.Bytes - off
+	if n > MaxChunk {
+		n = MaxChunk
+	}
+	data = make([]byte, n)
+	l.ReadBytes(data, off)
+	return pos + int64(n), data
+}
+
+// ParseChainHeader decodes and validates a dump header
+// (SB_NewChainFromHeader) and allocates the chain, refusing any whose bit
+// arrays would exceed maxBytes before allocating anything.
+func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
+	if len(buf) < chainHeaderSize {
+		return nil, ErrBadHeader
+	}
+	size := binary.LittleEndian.Uint64(buf[0:])
+	n := binary.LittleEndian.Uint32(buf[8:])
+	c := &Chain{
+		Options: binary.LittleEndian.Uint32(buf[12:]),
+		Growth:  binary.LittleEndian.Uint32(buf[16:]),
+	}
+	if n == 0 || uint64(len(buf)) != chainHeaderSize+linkHeaderSize*uint64(n) {
+		return nil, ErrBadHeader
+	}
+	params := make([]engine.BloomParams, n)
+	sizes := make([]uint64, n)
+	var total, bytes uint64
+	for i := range params {
+		b := buf[chainHeaderSize+linkHeaderSize*i:]
+		p := engine.BloomParams{
+			Bytes:   binary.LittleEndian.Uint64(b[0:]),
+			Bits:    binary.LittleEndian.Uint64(b[8:]),
+			Error:   math.Float64frombits(binary.LittleEndian.Uint64(b[24:])),
+			BPE:     math.Float64frombits(binary.LittleEndian.Uint64(b[32:])),
+			Hashes:  binary.LittleEndian.Uint32(b[40:]),
+			Entries: binary.LittleEndian.Uint64(b[44:]),
+			N2:      b[52],
+		}
+		if !p.Validate() {
+			return nil, ErrBadHeader
+		}
+		sizes[i] = binary.LittleEndian.Uint64(b[16:])
+		if sizes[i] > math.MaxUint64-total {
+			return nil, ErrBadHeader
+		}
+		total += sizes[i]
+		if p.Bytes > maxBytes || bytes > maxBytes-p.Bytes {
+			return nil, ErrTooLarge
+		}
+		bytes += p.Bytes
+		params[i] = p
+	}
+	if c.Options&^optAll != 0 || total != size {
+		return nil, ErrBadHeader
+	}
+	links := make([]*Link, n)
+	for i, p := range params {
+		links[i] = &Link{Bloom: engine.NewBloom(p)}
+		links[i].size.Store(sizes[i])
+	}
+	c.links.Store(&links)
+	c.size.Store(size)
+	return c, nil
+}
+
+// LoadChunk writes a dump chunk that SCANDUMP returned with iterator pos
+// (SBChain_LoadEncodedChunk): the chunk starts at pos − len(data).
+func (c *Chain) LoadChunk(pos int64, data []byte) error {
+	if pos <= 0 || uint64(pos) < uint64(len(data)) {
+		return ErrBadChunk
+	}
+	l, off := c.linkAt(pos - int64(len(data)))
+	if l == nil {
+		return ErrNoLink
+	}
+	if uint64(len(data)) > l.BloomParams.Bytes-off {
+		return ErrChunkTooBig
+	}
+	l.WriteBytes(data, off)
+	return nil
+}

@@ -1,0 +1,387 @@
+package scalable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/bfserver/bfserver/engine"
+)
+
+// Sizes RedisBloom reports for its structs (sizeof CuckooFilter, SubCF).
+const (
+	cuckooStructSize = 40
+	subStructSize    = 16
+	// CuckooHeaderSize is the length of a Cuckoo SCANDUMP header.
+	CuckooHeaderSize = 38
+)
+
+// InsertResult is the outcome of a Cuckoo insert.
+type InsertResult int
+
+const (
+	Inserted  InsertResult = iota // stored
+	Exists                        // NX insert found the fingerprint
+	NoSpace                       // full and not allowed to grow
+	NoMemory                      // growing would pass the byte cap
+)
+
+// Cuckoo is a Cuckoo filter with its sub-filters (RedisBloom's CuckooFilter).
+// Writers take the lock exclusively; a kick-out moves fingerprints, so readers
+// take it shared and never observe an item in flight.
+type Cuckoo struct {
+	mu            sync.RWMutex
+	numBuckets    uint64 // of the first sub-filter
+	numItems      uint64
+	numDeletes    uint64
+	bucketSize    uint16
+	maxIterations uint16
+	expansion     uint16
+	filters       []*engine.CuckooTable
+}
+
+// CuckooParams are the settings of a new Cuckoo filter (CF.RESERVE).
+type CuckooParams struct {
+	Capacity      uint64
+	BucketSize    uint16
+	MaxIterations uint16
+	Expansion     uint16
+}
+
+// nextPow2 is getNextN2: 0 stays 0.
+func nextPow2(n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return 1 << bits.Len64(n-1)
+}
+
+// CuckooBytes is the memory the first sub-filter of a new filter takes.
+func CuckooBytes(p CuckooParams) uint64 {
+	nb := nextPow2(p.Capacity / uint64(p.BucketSize))
+	if nb == 0 {
+		nb = 1
+	}
+	return nb * uint64(p.BucketSize)
+}
+
+// NewCuckoo creates a filter as CuckooFilter_Init does. The caller has
+// checked capacity ≥ 2×bucket size and the byte cap.
+func NewCuckoo(p CuckooParams, maxBytes uint64) (*Cuckoo, error) {
+	c := &Cuckoo{
+		expansion:     uint16(nextPow2(uint64(p.Expansion))),
+		bucketSize:    p.BucketSize,
+		maxIterations: p.MaxIterations,
+		numBuckets:    nextPow2(p.Capacity / uint64(p.BucketSize)),
+	}
+	if c.numBuckets == 0 {
+		c.numBuckets = 1
+	}
+	if !c.grow(maxBytes) {
+		return nil, ErrTooLarge
+	}
+	return c, nil
+}
+
+// subBuckets is the bucket count of sub-filter i: n0 × expansion^i, or 0 if
+// it does not fit the 32 bits RedisBloom stores it in.
+func (c *Cuckoo) subBuckets(i int) uint64 {
+	g := math.Pow(float64(c.expansion), float64(i))
+	if g >= 1<<32 {
+		return 0
+	}
+	hi, lo := bits.Mul64(c.numBuckets, uint64(g))
+	if hi != 0 || lo > math.MaxUint32 {
+		return 0
+	}
+	return lo
+}
+
+func (c *Cuckoo) bytes() uint64 {
+	var n uint64
+	for _, t := range c.filters {
+		n += uint64(len(t.Data))
+	}
+	return n
+}
+
+func (c *Cuckoo) grow(maxBytes uint64) bool {
+	nb := c.subBuckets(len(c.filters))
+	if nb == 0 || len(c.filters) >= math.MaxUint16 {
+		return false
+	}
+	need := nb * uint64(c.bucketSize)
+	if need > maxBytes || c.bytes() > maxBytes-need {
+		return false
+	}
+	c.filters = append(c.filters, engine.NewCuckooTable(uint32(nb), uint8(c.bucketSize)))
+	return true
+}
+
+func (c *Cuckoo) containsLocked(l engine.Lookup) bool {
+	for _, t := range c.filters {
+		if t.Contains(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// Exists reports whether the item's fingerprint is in any sub-filter.
+func (c *Cuckoo) Exists(item []byte) bool {
+	l := engine.NewLookup(engine.CuckooHash(item))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.containsLocked(l)
+}
+
+// Count is CF.COUNT.
+func (c *Cuckoo) Count(item []byte) uint64 {
+	l := engine.NewLookup(engine.CuckooHash(item))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var n uint64
+	for _, t := range c.filters {
+		n += t.Count(l)
+	}
+	return n
+}
+
+// Insert adds the item; with nx it first refuses an item already present.
+// maxBytes caps the filter's total bytes when it grows.
+func (c *Cuckoo) Insert(item []byte, nx bool, maxBytes uint64) InsertResult {
+	l := engine.NewLookup(engine.CuckooHash(item))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if nx && c.containsLocked(l) {
+		return Exists
+	}
+	for {
+		for i := len(c.filters) - 1; i >= 0; i-- {
+			if s := c.filters[i].FreeSlot(l); s >= 0 {
+				c.filters[i].Data[s] = l.FP
+				c.numItems++
+				return Inserted
+			}
+		}
+		if c.filters[len(c.filters)-1].KickInsert(l, c.maxIterations) {
+			c.numItems++
+			return Inserted
+		}
+		if c.expansion == 0 {
+			return NoSpace
+		}
+		if !c.grow(maxBytes) {
+			return NoMemory
+		}
+	}
+}
+
+// Delete removes one copy of the item's fingerprint, newest sub-filter
+// first, and compacts when deletes pass a tenth of the items.
+func (c *Cuckoo) Delete(item []byte) bool {
+	l := engine.NewLookup(engine.CuckooHash(item))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.filters) - 1; i >= 0; i-- {
+		if c.filters[i].Delete(l) {
+			c.numItems--
+			c.numDeletes++
+			if len(c.filters) > 1 && float64(c.numDeletes) > float64(c.numItems)*0.10 {
+				c.compactLocked(false)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// Compact is CF.COMPACT: move fingerprints into older sub-filters and drop
+// emptied newest ones, trying every sub-filter.
+func (c *Cuckoo) Compact() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.compactLocked(true)
+}
+
+func (c *Cuckoo) compactLocked(cont bool) {
+	for i := len(c.filters); i > 1; i-- {
+		if !c.compactSingle(i-1) && !cont {
+			break
+		}
+	}
+	c.numDeletes = 0
+}
+
+func (c *Cuckoo) compactSingle(fi int) bool {
+	t := c.filters[fi]
+	ok := true
+	bs := uint64(t.BucketSize)
+	for b := uint64(0); b < uint64(t.NumBuckets); b++ {
+		for s := uint64(0); s < bs; s++ {
+			fp := t.Data[b*bs+s]
+			if fp == 0 {
+				continue
+			}
+			l := engine.Lookup{H1: b, H2: engine.AltHash(fp, b), FP: fp}
+			moved := false
+			for j := 0; j < fi; j++ {
+				if slot := c.filters[j].FreeSlot(l); slot >= 0 {
+					c.filters[j].Data[slot] = fp
+					t.Data[b*bs+s] = 0
+					moved = true
+					break
+				}
+			}
+			if !moved {
+				ok = false
+			}
+		}
+	}
+	if ok && fi == len(c.filters)-1 {
+		c.filters[fi] = nil
+		c.filters = c.filters[:fi]
+	}
+	return ok
+}
+
+// CuckooInfo is what CF.INFO and CF.DEBUG report.
+type CuckooInfo struct {
+	Size, NumBuckets, NumFilters, NumItems, NumDeletes uint64
+	BucketSize, MaxIterations, Expansion               uint16
+}
+
+// Info is a consistent snapshot of the filter's counters.
+func (c *Cuckoo) Info() CuckooInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return CuckooInfo{
+		Size:       cuckooStructSize + subStructSize*uint64(len(c.filters)) + c.bytes(),
+		NumBuckets: c.numBuckets, NumFilters: uint64(len(c.filters)),
+		NumItems: c.numItems, NumDeletes: c.numDeletes,
+		BucketSize: c.bucketSize, MaxIterations: c.maxIterations, Expansion: c.expansion,
+	}
+}
+
+// Debug renders CF.DEBUG's string.
+func (c *Cuckoo) Debug() string {
+	i := c.Info()
+	return fmt.Sprintf("bktsize:%d buckets:%d items:%d deletes:%d filters:%d max_iterations:%d expansion:%d",
+		i.BucketSize, i.NumBuckets, i.NumItems, i.NumDeletes, i.NumFilters, i.MaxIterations, i.Expansion)
+}
+
+// Items is the number of items inserted and not deleted.
+func (c *Cuckoo) Items() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.numItems
+}
+
+// Header encodes the 38-byte SCANDUMP header.
+func (c *Cuckoo) Header() []byte {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	b := make([]byte, CuckooHeaderSize)
+	binary.LittleEndian.PutUint64(b[0:], c.numItems)
+	binary.LittleEndian.PutUint64(b[8:], c.numBuckets)
+	binary.LittleEndian.PutUint64(b[16:], c.numDeletes)
+	binary.LittleEndian.PutUint64(b[24:], uint64(len(c.filters)))
+	binary.LittleEndian.PutUint16(b[32:], c.bucketSize)
+	binary.LittleEndian.PutUint16(b[34:], c.maxIterations)
+	binary.LittleEndian.PutUint16(b[36:], c.expansion)
+	return b
+}
+
+// Chunk returns the dump chunk at 1-based position pos (CF_GetEncodedChunk):
+// a sub-filter of at most MaxChunk bytes is returned whole, whatever the
+// offset inside it. ok is false past the end.
+func (c *Cuckoo) Chunk(pos int64) (next int64, data []byte, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	off := pos - 1
+	for _, t := range c.filters {
+		size := int64(len(t.Data))
+		if off >= size {
+			off -= size
+			continue
+		}
+		if size <= MaxChunk {
+			return pos + size, append([]byte(nil), t.Data...), true
+		}
+		n := size - off
+		if n > MaxChunk {
+			n = MaxChunk
+		}
+		return pos + n, append([]byte(nil), t.Data[off:off+n]...), true
+	}
+	return 0, nil, false
+}
+
+// ParseCuckooHeader validates a 38-byte header (CuckooFilter_ValidateIntegrity)
+// and allocates the filter, refusing one larger than maxBytes before any
+// allocation. numFilters is truncated to 16 bits first, as RedisBloom does.
+func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
+	if len(b) != CuckooHeaderSize {
+		return nil, ErrBadHeader
+	}
+	c := &Cuckoo{
+		numItems:      binary.LittleEndian.Uint64(b[0:]),
+		numBuckets:    binary.LittleEndian.Uint64(b[8:]),
+		numDeletes:    binary.LittleEndian.Uint64(b[16:]),
+		bucketSize:    binary.LittleEndian.Uint16(b[32:]),
+		maxIterations: binary.LittleEndian.Uint16(b[34:]),
+		expansion:     binary.LittleEndian.Uint16(b[36:]),
+	}
+	nf := int(uint16(binary.LittleEndian.Uint64(b[24:])))
+	if c.bucketSize < 1 || c.bucketSize > 255 || nf < 1 || c.maxIterations < 1 ||
+		c.expansion > 32768 || (c.expansion == 0 && nf != 1) ||
+		c.numBuckets == 0 || c.numBuckets&(c.numBuckets-1) != 0 || c.numBuckets >= 1<<56 {
+		return nil, ErrBadHeader
+	}
+	var total uint64
+	for i := 0; i < nf; i++ {
+		nb := c.subBuckets(i)
+		if nb == 0 {
+			return nil, ErrTooLarge
+		}
+		need := nb * uint64(c.bucketSize)
+		if need > maxBytes || total > maxBytes-need {
+			return nil, ErrTooLarge
+		}
+		total += need
+	}
+	c.filters = make([]*engine.CuckooTable, nf)
+	for i := range c.filters {
+		c.filters[i] = engine.NewCuckooTable(uint32(c.subBuckets(i)), uint8(c.bucketSize))
+	}
+	return c, nil
+}
+
+// LoadChunk writes a chunk that SCANDUMP returned with iterator pos: it
+// starts at pos − len(data) − 1 and must lie inside one sub-filter.
+func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
+	if len(data) == 0 || pos < 1 {
+		return ErrBadCuckooChunk
+	}
+	off := pos - int64(len(data)) - 1
+	if off < 0 {
+		return ErrBadCuckooChunk
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.filters {
+		size := int64(len(t.Data))
+		if off >= size {
+			off -= size
+			continue
+		}
+		if int64(len(data)) > size-off {
+			return ErrBadCuckooChunk
+		}
+		copy(t.Data[off:], data)
+		return nil
+	}
+	return ErrBadCuckooChunk
+}
