@@ -22,10 +22,10 @@ const (
 type InsertResult int
 
 const (
-	Inserted  InsertResult = iota // stored
-	Exists                        // NX insert found the fingerprint
-	NoSpace                       // full and not allowed to grow
-	NoMemory                      // growing would pass the byte cap
+	Inserted InsertResult = iota // stored
+	Exists                       // NX insert found the fingerprint
+	NoSpace                      // full and not allowed to grow
+	NoMemory                     // growing would pass the byte cap
 )
 
 // Cuckoo is a Cuckoo filter with its sub-filters (RedisBloom's CuckooFilter).

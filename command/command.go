@@ -1,0 +1,102 @@
+// Package command defines the typed command that travels from the RESP layer
+// through the replicated log to the state machine, and its binary codec.
+//
+// Every default (auto-create error rate, capacity, expansion, byte caps) and
+// the proposing node's clock are resolved into the command before it is
+// proposed, so applying it never consults a node's configuration or time.
+package command
+
+// Op identifies a command. Values are append-only: they are written to the
+// log, and a node must decode every entry it ever wrote.
+type Op uint8
+
+// Write operations (enter the log).
+const (
+	BFReserve   Op = 1
+	BFAdd       Op = 2 // BF.ADD, BF.MADD, BF.INSERT
+	BFLoadChunk Op = 3
+	CFReserve   Op = 4
+	CFAdd       Op = 5 // CF.ADD, ADDNX, INSERT, INSERTNX
+	CFDel       Op = 6
+	CFCompact   Op = 7
+	CFLoadChunk Op = 8
+	Del         Op = 9 // DEL, UNLINK, and expiry deletes
+	Rename      Op = 10
+	Expire      Op = 11
+	Persist     Op = 12
+	FlushDB     Op = 13
+	FlushAll    Op = 14
+	Set         Op = 15
+	Restore     Op = 16
+	ExpireDue   Op = 17 // the leader's active expiry: delete keys whose time passed
+	Copy        Op = 18
+)
+
+// Read operations: answered from local state, or inside EXEC.
+const (
+	BFExists   Op = 64 // BF.EXISTS, BF.MEXISTS
+	BFInfo     Op = 65
+	BFCard     Op = 66
+	BFScanDump Op = 67
+	BFDebug    Op = 68
+	CFExists   Op = 69 // CF.EXISTS, CF.MEXISTS
+	CFCount    Op = 70
+	CFInfo     Op = 71
+	CFScanDump Op = 72
+	CFDebug    Op = 73
+	Exists     Op = 74
+	Type       Op = 75
+	TTL        Op = 76
+	Keys       Op = 77
+	Scan       Op = 78
+	DBSize     Op = 79
+	RandomKey  Op = 80
+	Get        Op = 81
+	Encoding   Op = 82
+	MemUsage   Op = 83
+	Dump       Op = 84
+	Digest     Op = 85
+)
+
+// IsWrite reports whether the op changes state and so must enter the log.
+func (o Op) IsWrite() bool { return o < 64 }
+
+// Expire conditions (EXPIRE … NX|XX|GT|LT).
+const (
+	CondNone uint8 = iota
+	CondNX
+	CondXX
+	CondGT
+	CondLT
+)
+
+// Cmd is one command with every argument parsed and every default resolved.
+// Fields unused by an op stay zero.
+type Cmd struct {
+	Op  Op
+	DB  uint8
+	Now int64 // unix milliseconds on the proposing node
+
+	Key   []byte
+	Dst   []byte   // RENAME/COPY destination
+	Keys  [][]byte // DEL, EXISTS
+	Items [][]byte // filter items
+	Data  []byte   // LOADCHUNK data, SET value, RESTORE payload, KEYS/SCAN pattern
+	Iter  int64    // SCANDUMP/LOADCHUNK iterator, SCAN cursor, TTL in ms
+	Count int64    // SCAN COUNT
+
+	Multi      bool // reply is an array (MADD, MEXISTS, INSERT)
+	NX         bool // ADDNX/INSERTNX, RENAMENX, RESTORE without REPLACE inverted
+	NoCreate   bool
+	NonScaling bool
+	Flag       bool // op-specific: TTL in ms (PTTL); iterator was not numeric (SCANDUMP)
+
+	ErrorRate     float64
+	Capacity      uint64
+	Expansion     uint32
+	BucketSize    uint16
+	MaxIterations uint16
+	MaxExpansions uint32
+	MaxBytes      uint64 // per-filter byte cap on the proposing node
+	Field         uint8  // BF.INFO field, EXPIRE condition, SCAN type
+}

@@ -1,0 +1,246 @@
+package keyspace
+
+import (
+	"errors"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
+)
+
+// lookupKind fetches key for a write and classifies it: nil value with nil
+// error means the key is empty.
+func (k *Keyspace) lookupKind(c *command.Cmd, want Kind) (*Value, error) {
+	v := k.writeLookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return nil, nil
+	}
+	if v.Kind != want {
+		return nil, ErrWrongType
+	}
+	return v, nil
+}
+
+func mapScalable(err error) error {
+	switch {
+	case errors.Is(err, scalable.ErrNonScalingFull):
+		return ErrNonScalingFull
+	case errors.Is(err, scalable.ErrTooLarge):
+		return ErrTooLarge
+	case errors.Is(err, scalable.ErrBadHeader), errors.Is(err, scalable.ErrBadChunk):
+		return ErrBadData
+	case errors.Is(err, scalable.ErrNoLink):
+		return ErrNoLink
+	case errors.Is(err, scalable.ErrChunkTooBig):
+		return ErrChunkTooBig
+	}
+	return ErrInsertFailed
+}
+
+func (k *Keyspace) newChain(c *command.Cmd) (*scalable.Chain, error) {
+	ch, err := scalable.NewChain(c.Capacity, c.ErrorRate, c.Expansion, c.NonScaling || c.Expansion == 0, c.MaxBytes)
+	if err != nil {
+		return nil, mapScalable(err)
+	}
+	return ch, nil
+}
+
+func (k *Keyspace) bfReserve(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindBloom)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v != nil {
+		return Result{Err: ErrItemExists}
+	}
+	ch, err := k.newChain(c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	k.set(c.DB, string(c.Key), &Value{Kind: KindBloom, Bloom: ch})
+	return Result{}
+}
+
+func (k *Keyspace) bfAdd(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindBloom)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v == nil {
+		if c.NoCreate {
+			return Result{Err: ErrNotFound}
+		}
+		ch, err := k.newChain(c)
+		if err != nil {
+			return Result{Err: err}
+		}
+		v = &Value{Kind: KindBloom, Bloom: ch}
+		k.set(c.DB, string(c.Key), v)
+	}
+	r := Result{Ints: make([]int64, 0, len(c.Items))}
+	for _, it := range c.Items {
+		added, err := v.Bloom.Add(it, c.MaxBytes)
+		if err != nil {
+			r.Tail = mapScalable(err)
+			break
+		}
+		r.Ints = append(r.Ints, b2i(added))
+	}
+	k.changed(c.DB, string(c.Key))
+	return r
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindBloom)
+	if v == nil && err == nil && c.Iter == 1 {
+		ch, err := scalable.ParseChainHeader(c.Data, c.MaxBytes)
+		if err != nil {
+			return Result{Err: mapScalable(err)}
+		}
+		k.set(c.DB, string(c.Key), &Value{Kind: KindBloom, Bloom: ch})
+		return Result{}
+	}
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v == nil {
+		return Result{Err: ErrNotFound}
+	}
+	if err := v.Bloom.LoadChunk(c.Iter, c.Data); err != nil {
+		return Result{Err: mapScalable(err)}
+	}
+	k.changed(c.DB, string(c.Key))
+	return Result{}
+}
+
+func (k *Keyspace) cfReserve(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindCuckoo)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v != nil {
+		return Result{Err: ErrItemExists}
+	}
+	cf, err := k.newCuckoo(c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	k.set(c.DB, string(c.Key), &Value{Kind: KindCuckoo, Cuckoo: cf})
+	return Result{}
+}
+
+func (k *Keyspace) newCuckoo(c *command.Cmd) (*scalable.Cuckoo, error) {
+	cf, err := scalable.NewCuckoo(scalable.CuckooParams{
+		Capacity: c.Capacity, BucketSize: c.BucketSize,
+		MaxIterations: c.MaxIterations, Expansion: uint16(c.Expansion),
+	}, c.MaxBytes)
+	if err != nil {
+		return nil, ErrTooLarge
+	}
+	return cf, nil
+}
+
+func (k *Keyspace) cfAdd(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindCuckoo)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v == nil {
+		if c.NoCreate {
+			return Result{Err: ErrNotFound}
+		}
+		if c.Capacity < 2*uint64(c.BucketSize) {
+			return Result{Err: ErrCantCreate}
+		}
+		cf, err := k.newCuckoo(c)
+		if err != nil {
+			return Result{Err: err}
+		}
+		v = &Value{Kind: KindCuckoo, Cuckoo: cf}
+		k.set(c.DB, string(c.Key), v)
+	}
+	if v.Cuckoo.Info().NumFilters >= uint64(c.MaxExpansions) {
+		return Result{Err: ErrMaxExpansions}
+	}
+	r := Result{Ints: make([]int64, 0, len(c.Items))}
+	for _, it := range c.Items {
+		switch v.Cuckoo.Insert(it, c.NX, c.MaxBytes) {
+		case scalable.Inserted:
+			r.Ints = append(r.Ints, 1)
+		case scalable.Exists:
+			r.Ints = append(r.Ints, 0)
+		case scalable.NoSpace:
+			if !c.Multi {
+				r.Err = ErrFilterFull
+			}
+			r.Ints = append(r.Ints, -1)
+		case scalable.NoMemory:
+			if !c.Multi {
+				r.Err = ErrNoMemory
+			}
+			r.Ints = append(r.Ints, -1)
+		}
+	}
+	k.changed(c.DB, string(c.Key))
+	return r
+}
+
+func (k *Keyspace) cfDel(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindCuckoo)
+	if err != nil || v == nil {
+		return Result{Err: ErrCFNotFound}
+	}
+	ok := v.Cuckoo.Delete(c.Items[0])
+	if ok {
+		k.changed(c.DB, string(c.Key))
+	}
+	return Result{Ints: []int64{b2i(ok)}}
+}
+
+func (k *Keyspace) cfCompact(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindCuckoo)
+	if err != nil || v == nil {
+		return Result{Err: ErrCompactNotFound}
+	}
+	v.Cuckoo.Compact()
+	k.changed(c.DB, string(c.Key))
+	return Result{}
+}
+
+func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
+	v, err := k.lookupKind(c, KindCuckoo)
+	if c.Iter == 1 {
+		if err != nil {
+			return Result{Err: err}
+		}
+		if v != nil {
+			return Result{Err: ErrItemExists}
+		}
+		if len(c.Data) != scalable.CuckooHeaderSize {
+			return Result{Err: ErrInvalidHeader}
+		}
+		cf, err := scalable.ParseCuckooHeader(c.Data, c.MaxBytes)
+		if err != nil {
+			return Result{Err: ErrCantCreate}
+		}
+		k.set(c.DB, string(c.Key), &Value{Kind: KindCuckoo, Cuckoo: cf})
+		return Result{}
+	}
+	if err != nil {
+		return Result{Err: err}
+	}
+	if v == nil {
+		return Result{Err: ErrNotFound}
+	}
+	if err := v.Cuckoo.LoadChunk(c.Iter, c.Data); err != nil {
+		return Result{Err: ErrCantLoad}
+	}
+	k.changed(c.DB, string(c.Key))
+	return Result{}
+}

@@ -1,0 +1,390 @@
+package keyspace
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"sync"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
+)
+
+// NumDBs is the number of databases, as Redis.
+const NumDBs = 16
+
+// Kind is what a key holds.
+type Kind uint8
+
+const (
+	KindNone Kind = iota
+	KindBloom
+	KindCuckoo
+	KindString
+)
+
+// TypeName is the TYPE reply for a kind.
+func (k Kind) TypeName() string {
+	switch k {
+	case KindBloom:
+		return "MBbloom--"
+	case KindCuckoo:
+		return "MBbloomCF"
+	case KindString:
+		return "string"
+	}
+	return "none"
+}
+
+// Value is what a key holds. Exactly one of Bloom, Cuckoo, Str is set.
+type Value struct {
+	Kind     Kind
+	Bloom    *scalable.Chain
+	Cuckoo   *scalable.Cuckoo
+	Str      []byte
+	ExpireAt int64 // unix ms; 0 = no expiry
+}
+
+func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
+
+type db struct {
+	mu   sync.RWMutex // guards keys and every Value's ExpireAt
+	keys map[string]*Value
+}
+
+// Keyspace holds every database. Apply must be called from one goroutine at
+// a time; reads (Read, Lookup) may run concurrently with it: map changes are
+// made under a write lock, and the filters are safe for one writer with many
+// readers.
+type Keyspace struct {
+	dbs [NumDBs]db
+	// Changed, if set, is called under Apply for every key whose value was
+	// created, modified or removed, so a persistence layer can track dirt.
+	Changed func(db uint8, key string)
+}
+
+// New returns an empty keyspace.
+func New() *Keyspace {
+	k := &Keyspace{}
+	for i := range k.dbs {
+		k.dbs[i].keys = make(map[string]*Value)
+	}
+	return k
+}
+
+// Result is the typed outcome of a command; resp renders it per protocol.
+type Result struct {
+	Err   error   // the whole command failed
+	Int   int64   // integer replies
+	Ints  []int64 // per-item replies
+	Tail  error   // an error element after Ints (BF.MADD on a full filter)
+	Bytes []byte  // bulk replies (chunks, strings)
+	Null  bool    // the bulk reply is null
+	Strs  []string
+	List  [][]byte // KEYS, SCAN
+	BF    *BFInfo
+	CF    *scalable.CuckooInfo
+}
+
+// BFInfo is BF.INFO's fields.
+type BFInfo struct {
+	Capacity, Size, Filters, Items, Expansion uint64
+	NonScaling                                bool
+}
+
+func (k *Keyspace) db(i uint8) *db {
+	if int(i) >= NumDBs {
+		return &k.dbs[0]
+	}
+	return &k.dbs[i]
+}
+
+// lookup returns a live value as of now; an expired one is not returned.
+func (d *db) lookup(key []byte, now int64) *Value {
+	v := d.keys[string(key)]
+	if v == nil || v.expired(now) {
+		return nil
+	}
+	return v
+}
+
+// Lookup finds a live key for a reader.
+func (k *Keyspace) Lookup(dbi uint8, key []byte, now int64) *Value {
+	d := k.db(dbi)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.lookup(key, now)
+}
+
+func (k *Keyspace) changed(dbi uint8, key string) {
+	if k.Changed != nil {
+		k.Changed(dbi, key)
+	}
+}
+
+// writeLookup is lookup under Apply: an expired key is deleted first, so
+// every replica removes it at the same point of the log.
+func (k *Keyspace) writeLookup(dbi uint8, key []byte, now int64) *Value {
+	d := k.db(dbi)
+	v := d.keys[string(key)]
+	if v != nil && v.expired(now) {
+		k.remove(dbi, string(key))
+		return nil
+	}
+	return v
+}
+
+func (k *Keyspace) set(dbi uint8, key string, v *Value) {
+	d := k.db(dbi)
+	d.mu.Lock()
+	d.keys[key] = v
+	d.mu.Unlock()
+	k.changed(dbi, key)
+}
+
+func (k *Keyspace) remove(dbi uint8, key string) bool {
+	d := k.db(dbi)
+	d.mu.Lock()
+	_, ok := d.keys[key]
+	delete(d.keys, key)
+	d.mu.Unlock()
+	if ok {
+		k.changed(dbi, key)
+	}
+	return ok
+}
+
+// Apply executes one command. Write commands must come from the log, in
+// order; read commands are accepted too so that EXEC can run a mixed
+// transaction at one point of the log.
+func (k *Keyspace) Apply(c *command.Cmd) Result {
+	switch c.Op {
+	case command.BFReserve:
+		return k.bfReserve(c)
+	case command.BFAdd:
+		return k.bfAdd(c)
+	case command.BFLoadChunk:
+		return k.bfLoadChunk(c)
+	case command.CFReserve:
+		return k.cfReserve(c)
+	case command.CFAdd:
+		return k.cfAdd(c)
+	case command.CFDel:
+		return k.cfDel(c)
+	case command.CFCompact:
+		return k.cfCompact(c)
+	case command.CFLoadChunk:
+		return k.cfLoadChunk(c)
+	case command.Del:
+		n := 0
+		for _, key := range c.Keys {
+			if k.writeLookup(c.DB, key, c.Now) != nil && k.remove(c.DB, string(key)) {
+				n++
+			}
+		}
+		return Result{Int: int64(n)}
+	case command.ExpireDue:
+		for _, key := range c.Keys {
+			k.writeLookup(c.DB, key, c.Now)
+		}
+		return Result{}
+	case command.Rename:
+		return k.rename(c)
+	case command.Expire:
+		return k.expire(c)
+	case command.Persist:
+		v := k.writeLookup(c.DB, c.Key, c.Now)
+		if v == nil || v.ExpireAt == 0 {
+			return Result{Int: 0}
+		}
+		k.setExpire(c.DB, c.Key, v, 0)
+		return Result{Int: 1}
+	case command.FlushDB:
+		k.flush(c.DB)
+		return Result{}
+	case command.FlushAll:
+		for i := range k.dbs {
+			k.flush(uint8(i))
+		}
+		return Result{}
+	case command.Set:
+		k.writeLookup(c.DB, c.Key, c.Now)
+		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: slices.Clone(c.Data)})
+		return Result{}
+	case command.Restore:
+		return k.restore(c)
+	case command.Copy:
+		return k.copyKey(c)
+	}
+	if !c.Op.IsWrite() {
+		for _, key := range c.Keys {
+			k.writeLookup(c.DB, key, c.Now)
+		}
+		if c.Key != nil {
+			k.writeLookup(c.DB, c.Key, c.Now)
+		}
+		return k.Read(c)
+	}
+	return Result{Err: ErrUnknownOp}
+}
+
+func (k *Keyspace) flush(dbi uint8) {
+	d := k.db(dbi)
+	d.mu.Lock()
+	old := d.keys
+	d.keys = make(map[string]*Value)
+	d.mu.Unlock()
+	for key := range old {
+		k.changed(dbi, key)
+	}
+}
+
+func (k *Keyspace) setExpire(dbi uint8, key []byte, v *Value, at int64) {
+	d := k.db(dbi)
+	d.mu.Lock()
+	v.ExpireAt = at
+	d.mu.Unlock()
+	k.changed(dbi, string(key))
+}
+
+func (k *Keyspace) expire(c *command.Cmd) Result {
+	v := k.writeLookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return Result{Int: 0}
+	}
+	at := c.Iter
+	cur := v.ExpireAt
+	switch c.Field {
+	case command.CondNX:
+		if cur != 0 {
+			return Result{Int: 0}
+		}
+	case command.CondXX:
+		if cur == 0 {
+			return Result{Int: 0}
+		}
+	case command.CondGT:
+		if cur == 0 || at <= cur {
+			return Result{Int: 0}
+		}
+	case command.CondLT:
+		if cur != 0 && at >= cur {
+			return Result{Int: 0}
+		}
+	}
+	if at <= c.Now {
+		k.remove(c.DB, string(c.Key))
+		return Result{Int: 1}
+	}
+	k.setExpire(c.DB, c.Key, v, at)
+	return Result{Int: 1}
+}
+
+func (k *Keyspace) rename(c *command.Cmd) Result {
+	v := k.writeLookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return Result{Err: ErrNoSuchKey}
+	}
+	dst := k.writeLookup(c.DB, c.Dst, c.Now)
+	if c.NX {
+		if dst != nil {
+			return Result{Int: 0}
+		}
+	} else if string(c.Key) == string(c.Dst) {
+		return Result{}
+	}
+	d := k.db(c.DB)
+	d.mu.Lock()
+	delete(d.keys, string(c.Key))
+	d.keys[string(c.Dst)] = v
+	d.mu.Unlock()
+	k.changed(c.DB, string(c.Key))
+	k.changed(c.DB, string(c.Dst))
+	return Result{Int: 1}
+}
+
+func (k *Keyspace) copyKey(c *command.Cmd) Result {
+	v := k.writeLookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return Result{Int: 0}
+	}
+	if v.Kind != KindString {
+		return Result{Err: ErrModuleKeyCopy}
+	}
+	if !c.NX && k.writeLookup(c.DB, c.Dst, c.Now) != nil {
+		return Result{Int: 0}
+	}
+	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: slices.Clone(v.Str), ExpireAt: v.ExpireAt})
+	return Result{Int: 1}
+}
+
+// Digest is a SHA-256 over a filter's full state: its dump header and every
+// chunk, so replicas can be compared byte for byte.
+func Digest(v *Value) string {
+	h := sha256.New()
+	var n [8]byte
+	switch v.Kind {
+	case KindBloom:
+		h.Write(v.Bloom.Header())
+		for it := int64(1); ; {
+			next, b := v.Bloom.Chunk(it)
+			if next == 0 {
+				break
+			}
+			h.Write(b)
+			it = next
+		}
+	case KindCuckoo:
+		h.Write(v.Cuckoo.Header())
+		for it := int64(1); ; {
+			next, b, ok := v.Cuckoo.Chunk(it)
+			if !ok {
+				break
+			}
+			h.Write(b)
+			it = next
+		}
+	case KindString:
+		h.Write(v.Str)
+	}
+	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
+	h.Write(n[:])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Range calls fn for every key of a database, in sorted order, under the
+// read lock. fn must not call back into the keyspace.
+func (k *Keyspace) Range(dbi uint8, fn func(key string, v *Value) bool) {
+	d := k.db(dbi)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	keys := make([]string, 0, len(d.keys))
+	for key := range d.keys {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		if !fn(key, d.keys[key]) {
+			return
+		}
+	}
+}
+
+// Put installs a value (used when loading persisted state).
+func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
+	d := k.db(dbi)
+	d.mu.Lock()
+	d.keys[key] = v
+	d.mu.Unlock()
+}
+
+// Reset empties every database (used before restoring a snapshot).
+func (k *Keyspace) Reset() {
+	for i := range k.dbs {
+		d := &k.dbs[i]
+		d.mu.Lock()
+		d.keys = make(map[string]*Value)
+		d.mu.Unlock()
+	}
+}

@@ -1,0 +1,263 @@
+package keyspace
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"github.com/bfserver/bfserver/command"
+)
+
+// BF.INFO fields (command.Cmd.Field).
+const (
+	InfoAll uint8 = iota
+	InfoCapacity
+	InfoSize
+	InfoFilters
+	InfoItems
+	InfoExpansion
+)
+
+// Read answers a read-only command from current state. It may run
+// concurrently with Apply.
+func (k *Keyspace) Read(c *command.Cmd) Result {
+	switch c.Op {
+	case command.BFExists:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		r := Result{Ints: make([]int64, len(c.Items))}
+		if v != nil && v.Kind == KindBloom {
+			for i, it := range c.Items {
+				r.Ints[i] = b2i(v.Bloom.Test(it))
+			}
+		}
+		return r
+	case command.CFExists, command.CFCount:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		r := Result{Ints: make([]int64, len(c.Items))}
+		if v != nil && v.Kind == KindCuckoo {
+			for i, it := range c.Items {
+				if c.Op == command.CFCount {
+					r.Ints[i] = int64(v.Cuckoo.Count(it))
+				} else {
+					r.Ints[i] = b2i(v.Cuckoo.Exists(it))
+				}
+			}
+		}
+		return r
+	case command.BFInfo, command.BFDebug, command.BFScanDump:
+		v, err := k.readKind(c, KindBloom)
+		if err != nil {
+			return Result{Err: err}
+		}
+		ch := v.Bloom
+		switch c.Op {
+		case command.BFInfo:
+			return Result{BF: &BFInfo{Capacity: ch.Capacity(), Size: ch.MemUsage(),
+				Filters: uint64(len(ch.Links())), Items: ch.Size(), Expansion: uint64(ch.Growth),
+				NonScaling: ch.NonScaling()}}
+		case command.BFDebug:
+			return Result{Strs: ch.Debug()}
+		}
+		if c.Flag {
+			return Result{Err: ErrIterNotNumeric}
+		}
+		if c.Iter == 0 {
+			return Result{Int: 1, Bytes: ch.Header()}
+		}
+		next, b := ch.Chunk(c.Iter)
+		return Result{Int: next, Bytes: b}
+	case command.BFCard:
+		v, err := k.readKind(c, KindBloom)
+		if err == ErrNotFound {
+			return Result{}
+		}
+		if err != nil {
+			return Result{Err: err}
+		}
+		return Result{Int: int64(v.Bloom.Size())}
+	case command.CFInfo, command.CFDebug, command.CFScanDump:
+		v, err := k.readKind(c, KindCuckoo)
+		if err != nil {
+			return Result{Err: err}
+		}
+		cf := v.Cuckoo
+		switch c.Op {
+		case command.CFInfo:
+			info := cf.Info()
+			return Result{CF: &info}
+		case command.CFDebug:
+			return Result{Bytes: []byte(cf.Debug())}
+		}
+		if cf.Items() == 0 {
+			return Result{Null: true}
+		}
+		if c.Iter == 0 {
+			return Result{Int: 1, Bytes: cf.Header()}
+		}
+		next, b, ok := cf.Chunk(c.Iter)
+		if !ok {
+			return Result{Null: true}
+		}
+		return Result{Int: next, Bytes: b}
+	case command.Exists:
+		n := 0
+		for _, key := range c.Keys {
+			if k.Lookup(c.DB, key, c.Now) != nil {
+				n++
+			}
+		}
+		return Result{Int: int64(n)}
+	case command.Type:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		if v == nil {
+			return Result{Bytes: []byte("none")}
+		}
+		return Result{Bytes: []byte(v.Kind.TypeName())}
+	case command.TTL:
+		return k.ttl(c)
+	case command.Keys:
+		var out [][]byte
+		k.Range(c.DB, func(key string, v *Value) bool {
+			if !v.expired(c.Now) && Match(c.Data, []byte(key)) {
+				out = append(out, []byte(key))
+			}
+			return true
+		})
+		return Result{List: out}
+	case command.Scan:
+		return k.scan(c)
+	case command.DBSize:
+		n := 0
+		k.Range(c.DB, func(_ string, v *Value) bool {
+			if !v.expired(c.Now) {
+				n++
+			}
+			return true
+		})
+		return Result{Int: int64(n)}
+	case command.RandomKey:
+		var keys []string
+		k.Range(c.DB, func(key string, v *Value) bool {
+			if !v.expired(c.Now) {
+				keys = append(keys, key)
+			}
+			return true
+		})
+		if len(keys) == 0 {
+			return Result{Null: true}
+		}
+		return Result{Bytes: []byte(keys[rand.IntN(len(keys))])}
+	case command.Get:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		if v == nil {
+			return Result{Null: true}
+		}
+		if v.Kind != KindString {
+			return Result{Err: ErrWrongType}
+		}
+		return Result{Bytes: v.Str}
+	case command.Encoding:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		switch {
+		case v == nil:
+			return Result{Null: true}
+		case v.Kind != KindString:
+			return Result{Bytes: []byte("raw")}
+		case len(v.Str) <= 44:
+			return Result{Bytes: []byte("embstr")}
+		}
+		return Result{Bytes: []byte("raw")}
+	case command.MemUsage:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		if v == nil {
+			return Result{Null: true}
+		}
+		return Result{Int: int64(MemoryUsage(v)) + int64(len(c.Key)) + 16}
+	case command.Digest:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		if v == nil {
+			return Result{Null: true}
+		}
+		return Result{Bytes: []byte(Digest(v))}
+	case command.Dump:
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		if v == nil {
+			return Result{Null: true}
+		}
+		return Result{Bytes: EncodeDump(v)}
+	}
+	return Result{Err: ErrUnknownOp}
+}
+
+// MemoryUsage is the filter's own accounting (BF.INFO/CF.INFO Size) or the
+// string's length.
+func MemoryUsage(v *Value) uint64 {
+	switch v.Kind {
+	case KindBloom:
+		return v.Bloom.MemUsage()
+	case KindCuckoo:
+		return v.Cuckoo.Info().Size
+	}
+	return uint64(len(v.Str))
+}
+
+func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {
+	v := k.Lookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	if v.Kind != want {
+		return nil, ErrWrongType
+	}
+	return v, nil
+}
+
+func (k *Keyspace) ttl(c *command.Cmd) Result {
+	d := k.db(c.DB)
+	d.mu.RLock()
+	v := d.lookup(c.Key, c.Now)
+	var at int64
+	if v != nil {
+		at = v.ExpireAt
+	}
+	d.mu.RUnlock()
+	switch {
+	case v == nil:
+		return Result{Int: -2}
+	case at == 0:
+		return Result{Int: -1}
+	}
+	ms := at - c.Now
+	if c.Flag {
+		return Result{Int: ms}
+	}
+	return Result{Int: (ms + 500) / 1000}
+}
+
+func (k *Keyspace) scan(c *command.Cmd) Result {
+	count := c.Count
+	if count <= 0 {
+		count = 10
+	}
+	typ := string(c.Dst)
+	var out [][]byte
+	pos := int64(0)
+	next := int64(0)
+	k.Range(c.DB, func(key string, v *Value) bool {
+		if pos < c.Iter {
+			pos++
+			return true
+		}
+		if pos >= c.Iter+count {
+			next = pos
+			return false
+		}
+		pos++
+		if v.expired(c.Now) || (c.Data != nil && !Match(c.Data, []byte(key))) ||
+			(typ != "" && !strings.EqualFold(typ, v.Kind.TypeName())) {
+			return true
+		}
+		out = append(out, []byte(key))
+		return true
+	})
+	return Result{Int: next, List: out}
+}

@@ -1,0 +1,563 @@
+package resp
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// Identity reported by HELLO, INFO and MODULE LIST. Clients check these.
+const (
+	RedisVersion  = "8.0.0"
+	ModuleVersion = 80800
+	ServerName    = "bfserver"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func conn(name string, arity int, flags []string, cats []string, run func(*session, [][]byte)) *spec {
+	return register(&spec{name: name, arity: arity, flags: flags, cats: cats, run: run})
+}
+
+func init() {
+	fastConn := []string{"@fast", "@connection"}
+	conn("ping", -1, []string{"fast"}, fastConn, cmdPing)
+	conn("echo", 2, []string{"fast"}, fastConn, func(s *session, a [][]byte) { s.w.Bulk(a[1]) })
+	conn("hello", -1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdHello).noAuth = true
+	conn("auth", -2, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdAuth).noAuth = true
+	conn("select", 2, []string{"loading", "stale", "fast"}, fastConn, cmdSelect)
+	q := conn("quit", -1, []string{"loading", "stale", "fast", "no_auth"}, fastConn, func(s *session, a [][]byte) {
+		s.w.Simple("OK")
+		s.closing = true
+	})
+	q.noAuth, q.noMulti = true, true
+	r := conn("reset", 1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdReset)
+	r.noAuth, r.noMulti = true, true
+	conn("multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdMulti).noMulti = true
+	conn("exec", 1, []string{"noscript", "loading", "stale", "skip_slowlog"}, []string{"@slow", "@transaction"}, cmdExec).noMulti = true
+	conn("discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdDiscard).noMulti = true
+	conn("watch", -2, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, func(s *session, a [][]byte) {
+		if s.multi {
+			s.w.Error("ERR WATCH inside MULTI is not allowed")
+			return
+		}
+		s.w.Simple("OK")
+	}).noMulti = true
+	conn("unwatch", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, func(s *session, a [][]byte) { s.w.Simple("OK") })
+	conn("wait", 3, []string{}, []string{"@slow", "@connection"}, cmdWait)
+	conn("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
+	conn("config", -2, nil, nil, nil).subs = map[string]*spec{
+		"get":       {name: "get", arity: -3, run: func(s *session, a [][]byte) { cmdConfigGet(s, a[2:]) }},
+		"set":       {name: "set", arity: -4, run: cmdConfigSet},
+		"resetstat": {name: "resetstat", arity: 2, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
+		"rewrite":   {name: "rewrite", arity: 2, run: func(s *session, a [][]byte) { s.w.Error("ERR The server is running without a config file") }},
+	}
+	conn("module", -2, nil, nil, nil).subs = map[string]*spec{
+		"list": {name: "list", arity: 2, run: cmdModuleList},
+	}
+	conn("client", -2, nil, nil, nil).subs = map[string]*spec{
+		"setname": {name: "setname", arity: 3, run: cmdClientSetName},
+		"getname": {name: "getname", arity: 2, run: func(s *session, a [][]byte) {
+			if n := *s.name.Load(); n != "" {
+				s.w.BulkString(n)
+			} else {
+				s.w.Null()
+			}
+		}},
+		"setinfo":             {name: "setinfo", arity: 4, run: cmdClientSetInfo},
+		"id":                  {name: "id", arity: 2, run: func(s *session, a [][]byte) { s.w.Int(s.id) }},
+		"info":                {name: "info", arity: 2, run: func(s *session, a [][]byte) { s.w.Verbatim(s.clientLine() + "\n") }},
+		"list":                {name: "list", arity: -2, run: cmdClientList},
+		"no-evict":            {name: "no-evict", arity: 3, run: cmdOnOff},
+		"no-touch":            {name: "no-touch", arity: 3, run: cmdOnOff},
+		"reply":               {name: "reply", arity: 3, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
+		"maint_notifications": {name: "maint_notifications", arity: -3, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
+		"help": {name: "help", arity: 2, run: func(s *session, a [][]byte) {
+			help := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+				"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "ID", "INFO", "LIST", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)"}
+			s.w.Array(len(help))
+			for _, h := range help {
+				s.w.Simple(h)
+			}
+		}},
+	}
+	conn("command", -1, []string{"loading", "stale"}, []string{"@slow", "@connection"}, cmdCommand)
+	conn("readonly", 1, []string{"loading", "stale", "fast"}, fastConn, func(s *session, a [][]byte) { s.w.Simple("OK") })
+	conn("consistency", -1, []string{"fast"}, fastConn, cmdConsistency)
+	conn("lastsave", 1, []string{"loading", "stale", "fast"}, []string{"@fast", "@admin"}, func(s *session, a [][]byte) { s.w.Int(s.srv.start.Unix()) })
+	conn("time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, func(s *session, a [][]byte) {
+		now := s.srv.opts.Now()
+		s.w.Array(2)
+		s.w.BulkString(itoa(now.Unix()))
+		s.w.BulkString(itoa(int64(now.Nanosecond() / 1000)))
+	})
+}
+
+func cmdPing(s *session, a [][]byte) {
+	switch len(a) {
+	case 1:
+		s.w.Simple("PONG")
+	case 2:
+		s.w.Bulk(a[1])
+	default:
+		s.w.Error(arityError("ping"))
+	}
+}
+
+func validName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAuth validates a user and password: the only user is "default",
+// which needs RequirePass if one is set and accepts anything otherwise.
+func (s *session) checkAuth(user, pass []byte) bool {
+	if string(user) != "default" {
+		return false
+	}
+	want := s.srv.opts.RequirePass
+	if want == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(want), pass) == 1
+}
+
+func cmdAuth(s *session, a [][]byte) {
+	switch len(a) {
+	case 2:
+		if s.srv.opts.RequirePass == "" {
+			s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+		a = [][]byte{a[0], []byte("default"), a[1]}
+	case 3:
+	default:
+		s.w.Error(msgSyntax)
+		return
+	}
+	if !s.checkAuth(a[1], a[2]) {
+		s.w.Error(msgWrongPass)
+		return
+	}
+	s.authed = true
+	s.w.Simple("OK")
+}
+
+func cmdHello(s *session, a [][]byte) {
+	proto := s.w.proto
+	if len(a) > 1 {
+		v, ok := parseLL(a[1])
+		if !ok {
+			s.w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			s.w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+	}
+	var name []byte
+	setName, authed := false, s.authed
+	for i := 2; i < len(a); i++ {
+		more := len(a) - i - 1
+		switch {
+		case strings.EqualFold(string(a[i]), "AUTH") && more >= 2:
+			if !s.checkAuth(a[i+1], a[i+2]) {
+				s.w.Error(msgWrongPass)
+				return
+			}
+			authed = true
+			i += 2
+		case strings.EqualFold(string(a[i]), "SETNAME") && more >= 1:
+			name, setName = a[i+1], true
+			if !validName(name) {
+				s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+				return
+			}
+			i++
+		default:
+			s.w.Error("ERR Syntax error in HELLO option '" + sanitize(string(a[i]), 128) + "'")
+			return
+		}
+	}
+	if !authed {
+		s.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	s.authed = true
+	if setName {
+		n := string(name)
+		s.name.Store(&n)
+	}
+	s.w.proto = proto
+	role := "master"
+	s.w.Map(7)
+	s.w.BulkString("server")
+	s.w.BulkString("redis")
+	s.w.BulkString("version")
+	s.w.BulkString(RedisVersion)
+	s.w.BulkString("proto")
+	s.w.Int(int64(proto))
+	s.w.BulkString("id")
+	s.w.Int(s.id)
+	s.w.BulkString("mode")
+	s.w.BulkString("standalone")
+	s.w.BulkString("role")
+	s.w.BulkString(role)
+	s.w.BulkString("modules")
+	s.w.Array(1)
+	writeModule(&s.w)
+}
+
+func writeModule(w *Writer) {
+	w.Map(4)
+	w.BulkString("name")
+	w.BulkString("bf")
+	w.BulkString("ver")
+	w.Int(ModuleVersion)
+	w.BulkString("path")
+	w.BulkString("builtin:bfserver")
+	w.BulkString("args")
+	w.Array(0)
+}
+
+func cmdModuleList(s *session, a [][]byte) {
+	s.w.Array(1)
+	writeModule(&s.w)
+}
+
+func cmdSelect(s *session, a [][]byte) {
+	v, ok := parseLL(a[1])
+	if !ok {
+		s.w.Error(msgNotInteger)
+		return
+	}
+	if v < 0 || v >= keyspace.NumDBs {
+		s.w.Error("ERR DB index is out of range")
+		return
+	}
+	s.db = uint8(v)
+	s.w.Simple("OK")
+}
+
+func cmdReset(s *session, a [][]byte) {
+	s.multi, s.dirty, s.queue = false, false, nil
+	s.db = 0
+	s.w.proto = 2
+	empty := ""
+	s.name.Store(&empty)
+	s.stale = s.srv.opts.Stale
+	s.authed = s.srv.opts.RequirePass == ""
+	s.w.Simple("RESET")
+}
+
+func cmdMulti(s *session, a [][]byte) {
+	if s.multi {
+		s.w.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	s.multi, s.dirty, s.queue = true, false, nil
+	s.w.Simple("OK")
+}
+
+func cmdDiscard(s *session, a [][]byte) {
+	if !s.multi {
+		s.w.Error("ERR DISCARD without MULTI")
+		return
+	}
+	s.multi, s.dirty, s.queue = false, false, nil
+	s.w.Simple("OK")
+}
+
+// cmdExec runs the queued commands as one unit: every keyspace command of
+// the transaction goes to the backend in a single Write, so they are
+// applied together at one point of the log.
+func cmdExec(s *session, a [][]byte) {
+	if !s.multi {
+		s.w.Error("ERR EXEC without MULTI")
+		return
+	}
+	queue, dirty := s.queue, s.dirty
+	s.multi, s.dirty, s.queue = false, false, nil
+	if dirty {
+		s.w.Error(msgExecAbort)
+		return
+	}
+	type item struct {
+		sp   *spec
+		args [][]byte
+		cmd  *command.Cmd
+		err  string
+	}
+	items := make([]item, len(queue))
+	var cmds []*command.Cmd
+	anyWrite := false
+	for i, args := range queue {
+		sp := lookupSpec(args[0])
+		if sp.subs != nil && len(args) > 1 {
+			if sub := sp.subs[strings.ToLower(string(args[1]))]; sub != nil && sub.checkArity(len(args)) {
+				sp = sub
+			}
+		}
+		items[i] = item{sp: sp, args: args}
+		if sp.run != nil || sp.parse == nil {
+			continue
+		}
+		c, msg := sp.parse(s, args)
+		if msg != "" {
+			items[i].err = msg
+			continue
+		}
+		c.DB = s.db
+		c.Now = s.srv.opts.Now().UnixMilli()
+		c.MaxBytes = s.srv.opts.MaxFilterBytes
+		items[i].cmd = c
+		cmds = append(cmds, c)
+		anyWrite = anyWrite || c.Op.IsWrite()
+	}
+	var results []keyspace.Result
+	var err error
+	if anyWrite {
+		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
+		results, err = s.srv.backend.Write(ctx, cmds)
+		cancel()
+	} else if len(cmds) > 0 {
+		if err = s.readBarrier(); err == nil {
+			for _, c := range cmds {
+				results = append(results, s.srv.backend.State().Read(c))
+			}
+		}
+	}
+	if err != nil {
+		s.w.Error(wireError(err))
+		return
+	}
+	s.w.Array(len(items))
+	j := 0
+	for _, it := range items {
+		switch {
+		case it.err != "":
+			s.w.Error(it.err)
+		case it.cmd != nil:
+			s.renderResult(it.sp, it.cmd, &results[j])
+			j++
+		case it.sp.run != nil:
+			it.sp.run(s, it.args)
+		default:
+			s.w.Error(unknownCommand(it.args))
+		}
+	}
+}
+
+func cmdWait(s *session, a [][]byte) {
+	if _, ok := parseLL(a[1]); !ok {
+		s.w.Error(msgNotInteger)
+		return
+	}
+	if t, ok := parseLL(a[2]); !ok || t < 0 {
+		s.w.Error("ERR timeout is negative")
+		return
+	}
+	// Writes are acknowledged only once a majority stored them; report the
+	// other voters that must have them.
+	n := int64(0)
+	if s.srv.cluster != nil {
+		if m, err := s.srv.cluster.Members(); err == nil && len(m) > 1 {
+			n = int64(len(m) / 2)
+		}
+	}
+	s.w.Int(n)
+}
+
+func cmdConfigGet(s *session, patterns [][]byte) {
+	pairs := s.srv.configGet(patterns)
+	s.w.Map(len(pairs))
+	for _, p := range pairs {
+		s.w.BulkString(p[0])
+		s.w.BulkString(p[1])
+	}
+}
+
+func cmdConfigSet(s *session, a [][]byte) {
+	if len(a)%2 != 0 {
+		s.w.Error(arityError("config|set"))
+		return
+	}
+	if msg := s.srv.configSet(a[2:]); msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	s.w.Simple("OK")
+}
+
+func cmdClientSetName(s *session, a [][]byte) {
+	if !validName(a[2]) {
+		s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+		return
+	}
+	n := string(a[2])
+	s.name.Store(&n)
+	s.w.Simple("OK")
+}
+
+func cmdClientSetInfo(s *session, a [][]byte) {
+	opt := strings.ToUpper(string(a[2]))
+	if opt != "LIB-NAME" && opt != "LIB-VER" {
+		s.w.Error("ERR Unrecognized option '" + sanitize(string(a[2]), 128) + "'")
+		return
+	}
+	if !validName(a[3]) {
+		s.w.Error("ERR " + opt + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	if opt == "LIB-NAME" {
+		s.libName = string(a[3])
+	} else {
+		s.libVer = string(a[3])
+	}
+	s.w.Simple("OK")
+}
+
+func cmdOnOff(s *session, a [][]byte) {
+	v := strings.ToUpper(string(a[2]))
+	if v != "ON" && v != "OFF" {
+		s.w.Error(msgSyntax)
+		return
+	}
+	s.w.Simple("OK")
+}
+
+func (s *session) clientLine() string {
+	age := int64(time.Since(s.created).Seconds())
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		s.id, s.nc.RemoteAddr(), s.nc.LocalAddr(), *s.name.Load(), age, s.db, s.w.proto, s.libName, s.libVer)
+}
+
+func cmdClientList(s *session, a [][]byte) {
+	var b strings.Builder
+	for _, c := range s.srv.clientList() {
+		if c == s {
+			b.WriteString(s.clientLine())
+		} else {
+			fmt.Fprintf(&b, "id=%d addr=%s name=%s", c.id, c.nc.RemoteAddr(), *c.name.Load())
+		}
+		b.WriteByte('\n')
+	}
+	s.w.Verbatim(b.String())
+}
+
+// cmdConsistency reads or sets this connection's read consistency:
+// CONSISTENCY [LINEARIZABLE|STALE].
+func cmdConsistency(s *session, a [][]byte) {
+	switch {
+	case len(a) == 1:
+	case len(a) == 2 && strings.EqualFold(string(a[1]), "linearizable"):
+		s.stale = false
+	case len(a) == 2 && strings.EqualFold(string(a[1]), "stale"):
+		s.stale = true
+	default:
+		s.w.Error(msgSyntax)
+		return
+	}
+	if s.stale {
+		s.w.Simple("stale")
+	} else {
+		s.w.Simple("linearizable")
+	}
+}
+
+func cmdInfo(s *session, a [][]byte) {
+	s.w.Verbatim(s.srv.infoText(a[1:]))
+}
+
+func (s *Server) infoText(sections [][]byte) string {
+	want := map[string]bool{}
+	for _, sec := range sections {
+		want[strings.ToLower(string(sec))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	section := func(name string, lines func()) {
+		if !all && !want[strings.ToLower(name)] {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+		lines()
+	}
+	kv := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	section("Server", func() {
+		kv("redis_version", RedisVersion)
+		kv("redis_mode", "standalone")
+		kv("server_name", ServerName)
+		kv("os", runtime.GOOS)
+		kv("arch_bits", 64)
+		kv("go_version", runtime.Version())
+		kv("process_id", pid())
+		kv("tcp_port", portOf(s.opts.Addr))
+		kv("uptime_in_seconds", int64(time.Since(s.start).Seconds()))
+	})
+	section("Clients", func() {
+		kv("connected_clients", len(s.clientList()))
+		kv("maxclients", s.opts.MaxClients)
+	})
+	section("Memory", func() {
+		kv("used_memory", ms.HeapAlloc)
+		kv("used_memory_rss", ms.Sys)
+		kv("maxmemory", 0)
+	})
+	section("Stats", func() {
+		kv("total_connections_received", s.stats.connections.Load())
+		kv("total_commands_processed", s.stats.commands.Load())
+		kv("rejected_connections", s.stats.rejected.Load())
+	})
+	section("Replication", func() {
+		if s.cluster == nil {
+			kv("role", "master")
+			kv("connected_slaves", 0)
+			return
+		}
+		for _, f := range s.cluster.ReplicationInfo() {
+			kv(f[0], f[1])
+		}
+	})
+	section("Modules", func() {
+		kv("module", fmt.Sprintf("name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[handle-io-errors]", ModuleVersion))
+	})
+	section("Keyspace", func() {
+		st := s.backend.State()
+		now := s.opts.Now().UnixMilli()
+		for i := 0; i < keyspace.NumDBs; i++ {
+			keys, expires := 0, 0
+			st.Range(uint8(i), func(_ string, v *keyspace.Value) bool {
+				if v.ExpireAt == 0 || v.ExpireAt > now {
+					keys++
+					if v.ExpireAt != 0 {
+						expires++
+					}
+				}
+				return true
+			})
+			if keys > 0 {
+				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0,subexpiry=0\r\n", i, keys, expires)
+			}
+		}
+	})
+	return b.String()
+}

@@ -1,0 +1,98 @@
+package resp
+
+import (
+	"errors"
+
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// Wire strings that the resp layer itself raises while parsing. RedisBloom
+// writes some without an ERR prefix; clients see exactly these bytes.
+const (
+	msgWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	msgSyntax           = "ERR syntax error"
+	msgNotInteger       = "ERR value is not an integer or out of range"
+	msgNotFloat         = "ERR value is not a valid float"
+	msgNoAuth           = "NOAUTH Authentication required."
+	msgWrongPass        = "WRONGPASS invalid username-password pair or user is disabled."
+	msgExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	msgTooLarge         = "ERR filter would exceed max-filter-bytes"
+	msgOOM              = "OOM command not allowed when used memory > 'maxmemory'."
+	msgBadErrorRate     = "ERR bad error rate"
+	msgErrorRateRange   = "ERR error rate must be in the range (0.000000, 1.000000)"
+	msgBadCapacity      = "ERR bad capacity"
+	msgCapacityRange    = "ERR capacity must be in the range [1, 1073741824]"
+	msgNoExpansion      = "ERR no expansion"
+	msgBadExpansion     = "ERR bad expansion"
+	msgNonScalingExpand = "Nonscaling filters cannot expand"
+	msgExpansionRange   = "ERR expansion must be in the range [0, 32768]"
+	msgUnknownArg       = "Unknown argument received"
+	msgInsBadErrorRate  = "Bad error rate"
+	msgInsBadCapacity   = "Bad capacity"
+	msgInsBadExpansion  = "Bad expansion"
+	msgInvalidInfo      = "Invalid information value"
+	msgIterNotNumeric   = "Second argument must be numeric"
+	msgLoadIterNumeric  = "ERR Second argument must be numeric"
+	msgInvalidPosition  = "Invalid position"
+	msgCFCapacityRange  = "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]"
+	msgCFInsCapRange    = "Capacity must be in the range [cf-bucket-size * 2, 1073741824]"
+	msgCFMaxIterParse   = "Couldn't parse MAXITERATIONS"
+	msgCFMaxIterRange   = "MAXITERATIONS: value must be in the range [1, 65535]"
+	msgCFBucketParse    = "Couldn't parse BUCKETSIZE"
+	msgCFBucketRange    = "BUCKETSIZE: value must be in the range [1, 255]"
+	msgCFExpansionParse = "Couldn't parse EXPANSION"
+	msgCFExpansionRange = "EXPANSION: value must be in the range [0, 32768]"
+	msgClusterDown      = "CLUSTERDOWN no leader is known; the cluster cannot serve this command now"
+	msgUnknownOutcome   = "TRYAGAIN the write may or may not have been applied: leadership changed before it was confirmed"
+	msgTimeout          = "TRYAGAIN timed out waiting for the cluster"
+)
+
+// wireErrors maps every keyspace error to the bytes Redis 8 sends.
+var wireErrors = map[error]string{
+	keyspace.ErrNotFound:        "ERR not found",
+	keyspace.ErrWrongType:       msgWrongType,
+	keyspace.ErrItemExists:      "ERR item exists",
+	keyspace.ErrNonScalingFull:  "ERR non scaling filter is full",
+	keyspace.ErrInsertFailed:    "ERR problem inserting into filter",
+	keyspace.ErrTooLarge:        msgTooLarge,
+	keyspace.ErrIterNotNumeric:  msgIterNotNumeric,
+	keyspace.ErrBadData:         "ERR received bad data",
+	keyspace.ErrNoLink:          "ERR invalid offset - no link found",
+	keyspace.ErrChunkTooBig:     "ERR invalid chunk - Too big for current filter",
+	keyspace.ErrCFNotFound:      "Not found",
+	keyspace.ErrMaxExpansions:   "Maximum expansions reached",
+	keyspace.ErrFilterFull:      "Filter is full",
+	keyspace.ErrNoMemory:        "ERR Insufficient memory",
+	keyspace.ErrCompactNotFound: "Cuckoo filter was not found",
+	keyspace.ErrInvalidHeader:   "Invalid header",
+	keyspace.ErrCantCreate:      "Couldn't create filter!",
+	keyspace.ErrCantLoad:        "Couldn't load chunk!",
+	keyspace.ErrNoSuchKey:       "ERR no such key",
+	keyspace.ErrModuleKeyCopy:   "ERR not supported for this module key",
+	keyspace.ErrBusyKey:         "BUSYKEY Target key name already exists.",
+	keyspace.ErrBadPayload:      "ERR DUMP payload version or checksum are wrong",
+	keyspace.ErrUnknownOp:       "ERR unknown operation in log entry",
+}
+
+// ErrNoLeader and ErrUnknownOutcome are what a Backend returns when the
+// cluster cannot serve a command, or a write's fate is unknown.
+var (
+	ErrNoLeader       = errors.New("no leader")
+	ErrUnknownOutcome = errors.New("outcome unknown")
+	ErrTimeout        = errors.New("timeout")
+)
+
+func wireError(err error) string {
+	if s, ok := wireErrors[err]; ok {
+		return s
+	}
+	switch {
+	case errors.Is(err, ErrNoLeader):
+		return msgClusterDown
+	case errors.Is(err, ErrUnknownOutcome):
+		return msgUnknownOutcome
+	case errors.Is(err, ErrTimeout):
+		return msgTimeout
+	}
+	return "ERR " + err.Error()
+}

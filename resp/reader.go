@@ -1,0 +1,278 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+)
+
+// Limits bound what one client may send. Defaults follow Redis.
+type Limits struct {
+	// MaxBulk is proto-max-bulk-len: the longest argument. Default 512 MiB.
+	MaxBulk int64
+	// MaxArgs is the most arguments in one command. Default 1,048,576.
+	MaxArgs int64
+	// MaxInline is the longest inline command or header line. Default 64 KiB.
+	MaxInline int
+	// MaxQueryBuffer caps the unparsed bytes buffered for one client
+	// (client-query-buffer-limit). Default 1 GiB.
+	MaxQueryBuffer int
+}
+
+// preAuth are Redis's limits for clients that still have to authenticate.
+var preAuth = Limits{MaxBulk: 16384, MaxArgs: 10, MaxInline: 64 << 10, MaxQueryBuffer: 1 << 20}
+
+func (l *Limits) ensureDefaults() {
+	if l.MaxBulk <= 0 {
+		l.MaxBulk = 512 << 20
+	}
+	if l.MaxArgs <= 0 {
+		l.MaxArgs = 1 << 20
+	}
+	if l.MaxInline <= 0 {
+		l.MaxInline = 64 << 10
+	}
+	if l.MaxQueryBuffer <= 0 {
+		l.MaxQueryBuffer = 1 << 30
+	}
+}
+
+// ProtocolError is a framing error: Redis answers it and closes the
+// connection, since the stream can no longer be trusted.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return "ERR Protocol error: " + e.Msg }
+
+var (
+	errInvalidMultibulk = &ProtocolError{"invalid multibulk length"}
+	errInvalidBulk      = &ProtocolError{"invalid bulk length"}
+	errBigMbulk         = &ProtocolError{"too big mbulk count string"}
+	errBigBulk          = &ProtocolError{"too big bulk count string"}
+	errBigInline        = &ProtocolError{"too big inline request"}
+	errUnbalanced       = &ProtocolError{"unbalanced quotes in request"}
+	errUnauthMultibulk  = &ProtocolError{"unauthenticated multibulk length"}
+	errUnauthBulk       = &ProtocolError{"unauthenticated bulk length"}
+)
+
+// errIncomplete means more bytes are needed.
+var errIncomplete = errors.New("incomplete")
+
+// parseCommand parses one command at the start of b. It returns the
+// arguments (aliasing b), the bytes consumed, and errIncomplete when b holds
+// only part of a command. Every length is checked against lim before it is
+// trusted, so no input makes it allocate more than the bytes it was given
+// plus len(args) headers bounded by MaxArgs. A nil args with n > 0 is an
+// empty command to skip (Redis ignores "*0" and blank inline lines).
+func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, int, error) {
+	if len(b) == 0 {
+		return nil, 0, errIncomplete
+	}
+	if b[0] != '*' {
+		return parseInline(b, lim, args)
+	}
+	line, pos, err := readLine(b, 1, lim, errBigMbulk)
+	if err != nil {
+		return nil, 0, err
+	}
+	count, ok := parseInt(line)
+	if !ok || count > int64(lim.MaxArgs) {
+		return nil, 0, errInvalidMultibulk
+	}
+	if count <= 0 {
+		return nil, pos, nil
+	}
+	if !auth && count > preAuth.MaxArgs {
+		return nil, 0, errUnauthMultibulk
+	}
+	// Each argument takes at least 4 bytes ("$0\r\n" + "\r\n" = 6); do not
+	// size args beyond what the buffer could hold yet.
+	args = args[:0]
+	for i := int64(0); i < count; i++ {
+		if pos >= len(b) {
+			return nil, 0, errIncomplete
+		}
+		if b[pos] != '$' {
+			return nil, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
+		}
+		line, next, err := readLine(b, pos+1, lim, errBigBulk)
+		if err != nil {
+			return nil, 0, err
+		}
+		n, ok := parseInt(line)
+		if !ok || n < 0 || n > lim.MaxBulk {
+			return nil, 0, errInvalidBulk
+		}
+		if !auth && n > preAuth.MaxBulk {
+			return nil, 0, errUnauthBulk
+		}
+		if int64(len(b)-next) < n+2 {
+			return nil, 0, errIncomplete
+		}
+		end := next + int(n)
+		if b[end] != '\r' || b[end+1] != '\n' {
+			return nil, 0, &ProtocolError{"invalid bulk length"}
+		}
+		args = append(args, b[next:end:end])
+		pos = end + 2
+	}
+	return args, pos, nil
+}
+
+// readLine returns the line starting at b[start] up to CRLF.
+func readLine(b []byte, start int, lim *Limits, tooBig error) ([]byte, int, error) {
+	i := bytes.IndexByte(b[start:], '\r')
+	if i < 0 || start+i+1 >= len(b) {
+		if len(b)-start > lim.MaxInline {
+			return nil, 0, tooBig
+		}
+		return nil, 0, errIncomplete
+	}
+	if i > lim.MaxInline {
+		return nil, 0, tooBig
+	}
+	if b[start+i+1] != '\n' {
+		return nil, 0, errInvalidBulk
+	}
+	return b[start : start+i], start + i + 2, nil
+}
+
+// parseInt parses a decimal int64 strictly (Redis string2ll).
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	return v, err == nil
+}
+
+func parseInline(b []byte, lim *Limits, args [][]byte) ([][]byte, int, error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		if len(b) > lim.MaxInline {
+			return nil, 0, errBigInline
+		}
+		return nil, 0, errIncomplete
+	}
+	if i > lim.MaxInline {
+		return nil, 0, errBigInline
+	}
+	line := b[:i]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	out, ok := splitArgs(line, args[:0])
+	if !ok {
+		return nil, 0, errUnbalanced
+	}
+	if int64(len(out)) > lim.MaxArgs {
+		return nil, 0, errInvalidMultibulk
+	}
+	if len(out) == 0 {
+		return nil, i + 1, nil
+	}
+	return out, i + 1, nil
+}
+
+// splitArgs is Redis's sdssplitargs: words separated by spaces, with
+// "double quotes" (and \n \r \t \b \a \\ \" \xHH escapes) and 'single quotes'.
+func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
+	p := 0
+	for {
+		for p < len(line) && isSpace(line[p]) {
+			p++
+		}
+		if p >= len(line) {
+			return out, true
+		}
+		var cur []byte
+		inq, insq := false, false
+		for done := false; !done; {
+			if inq {
+				if p >= len(line) {
+					return nil, false
+				}
+				switch {
+				case line[p] == '\\' && p+3 < len(line) && line[p+1] == 'x' && isHex(line[p+2]) && isHex(line[p+3]):
+					cur = append(cur, hexVal(line[p+2])<<4|hexVal(line[p+3]))
+					p += 3
+				case line[p] == '\\' && p+1 < len(line):
+					p++
+					c := line[p]
+					switch c {
+					case 'n':
+						c = '\n'
+					case 'r':
+						c = '\r'
+					case 't':
+						c = '\t'
+					case 'b':
+						c = '\b'
+					case 'a':
+						c = '\a'
+					}
+					cur = append(cur, c)
+				case line[p] == '"':
+					if p+1 < len(line) && !isSpace(line[p+1]) {
+						return nil, false
+					}
+					done = true
+				default:
+					cur = append(cur, line[p])
+				}
+			} else if insq {
+				if p >= len(line) {
+					return nil, false
+				}
+				switch {
+				case line[p] == '\\' && p+1 < len(line) && line[p+1] == '\'':
+					p++
+					cur = append(cur, '\'')
+				case line[p] == '\'':
+					if p+1 < len(line) && !isSpace(line[p+1]) {
+						return nil, false
+					}
+					done = true
+				default:
+					cur = append(cur, line[p])
+				}
+			} else {
+				if p >= len(line) {
+					break
+				}
+				switch line[p] {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					cur = append(cur, line[p])
+				}
+			}
+			if p < len(line) {
+				p++
+			}
+		}
+		if cur == nil {
+			cur = []byte{}
+		}
+		out = append(out, cur)
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'
+}
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+func hexVal(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}

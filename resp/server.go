@@ -1,0 +1,217 @@
+// Package resp serves the Redis protocol: bounded RESP2/RESP3 framing,
+// per-connection state (protocol, database, auth, name, MULTI), the command
+// table and reply rendering. It knows nothing of Raft or storage: it talks
+// to a Backend it declares.
+package resp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// Backend is the state behind the server: a log that orders writes and a
+// keyspace they are applied to.
+type Backend interface {
+	// Write applies cmds in order as one unit and returns one result each,
+	// after they are durable by the configured policy. An error means none
+	// of them has a known outcome (ErrNoLeader, ErrUnknownOutcome, …).
+	Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error)
+	// Barrier returns once local state reflects every write acknowledged
+	// anywhere before the call (linearizable), or at once when stale.
+	Barrier(ctx context.Context, stale bool) error
+	// State is the local keyspace that reads are served from.
+	State() *keyspace.Keyspace
+}
+
+// Cluster is implemented by backends that replicate; the server uses it for
+// INFO replication and the CLUSTER-style membership commands.
+type Cluster interface {
+	// ReplicationInfo returns the INFO replication fields in order.
+	ReplicationInfo() [][2]string
+	// Join adds a voter; Remove removes one; Members lists them.
+	Join(ctx context.Context, id, raftAddr, respAddr string) error
+	Remove(ctx context.Context, id string) error
+	Members() ([][3]string, error)
+	// IsLeader reports whether this node leads (INFO role, HELLO role).
+	IsLeader() bool
+}
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// Addr is the RESP listen address. Default "127.0.0.1:6379".
+	Addr string
+	// Limits bound client input (Redis's defaults).
+	Limits Limits
+	// MaxClients refuses connections beyond this count. Default 10,000.
+	MaxClients int
+	// RequirePass, if set, makes the default user need AUTH.
+	RequirePass string
+	// Module holds the bf-*/cf-* settings (CONFIG GET/SET). Default
+	// DefaultModuleConfig().
+	Module *ModuleConfig
+	// MaxFilterBytes caps one filter's bit and bucket arrays. Default 512 MiB.
+	MaxFilterBytes uint64
+	// Stale makes reads serve local state by default instead of
+	// linearizable reads. Default false.
+	Stale bool
+	// WriteTimeout bounds how long a write waits for the log. Default 10s.
+	WriteTimeout time.Duration
+	// TLS, if set, serves TLS instead of plain TCP.
+	TLS *tls.Config
+	// Logger receives connection-level events. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock stamped into commands. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:6379"
+	}
+	o.Limits.ensureDefaults()
+	if o.MaxClients <= 0 {
+		o.MaxClients = 10000
+	}
+	if o.MaxFilterBytes == 0 {
+		o.MaxFilterBytes = 512 << 20
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Module == nil {
+		m := DefaultModuleConfig()
+		o.Module = &m
+	}
+}
+
+// Server accepts RESP connections.
+type Server struct {
+	opts    Options
+	backend Backend
+	cluster Cluster // nil for a backend that does not replicate
+	module  moduleState
+	start   time.Time
+
+	ln      net.Listener
+	mu      sync.Mutex
+	clients map[int64]*session
+	nextID  atomic.Int64
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+
+	stats struct {
+		connections, commands, rejected atomic.Int64
+	}
+}
+
+// New creates a server; call Serve or ListenAndServe.
+func New(opts Options, b Backend) *Server {
+	opts.ensureDefaults()
+	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now()}
+	s.module.cfg = *opts.Module
+	if c, ok := b.(Cluster); ok {
+		s.cluster = c
+	}
+	return s
+}
+
+// Listen binds the RESP address.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return err
+	}
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closed.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(nc)
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for them.
+func (s *Server) Close() error {
+	s.closed.Store(true)
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	defer nc.Close()
+	s.mu.Lock()
+	if len(s.clients) >= s.opts.MaxClients {
+		s.mu.Unlock()
+		s.stats.rejected.Add(1)
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		return
+	}
+	sess := newSession(s, nc)
+	s.clients[sess.id] = sess
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	defer func() {
+		s.mu.Lock()
+		delete(s.clients, sess.id)
+		s.mu.Unlock()
+	}()
+	sess.loop()
+}
+
+// clientList snapshots the connected sessions.
+func (s *Server) clientList() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*session, 0, len(s.clients))
+	for _, c := range s.clients {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package resp
+
+import (
+	"context"
+	"net"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// session is one client connection's state. Only its own goroutine touches
+// it, except the fields CLIENT LIST reads, which are atomic or immutable.
+type session struct {
+	srv     *Server
+	nc      net.Conn
+	id      int64
+	created time.Time
+	w       Writer
+
+	db      uint8
+	authed  bool
+	name    atomic.Pointer[string]
+	libName string
+	libVer  string
+	stale   bool // read consistency for this connection
+	closing bool
+
+	// MULTI state
+	multi bool
+	dirty bool
+	queue [][][]byte
+
+	// writes parsed but not yet sent to the backend, and where their
+	// replies go: they are flushed before any other reply is written.
+	pending  []*command.Cmd
+	pendSpec []*spec
+	// barrierDone: a linearizable read barrier already covers every read
+	// in the batch of input being processed.
+	barrierDone bool
+	lastCmd     atomic.Pointer[string]
+}
+
+func newSession(s *Server, nc net.Conn) *session {
+	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(),
+		authed: s.opts.RequirePass == "", stale: s.opts.Stale}
+	sess.w.proto = 2
+	empty := ""
+	sess.name.Store(&empty)
+	return sess
+}
+
+func (s *session) limits() (*Limits, bool) {
+	return &s.srv.opts.Limits, s.authed
+}
+
+func (s *session) loop() {
+	defer func() {
+		// A bug must cost one connection, never the server.
+		if r := recover(); r != nil {
+			s.srv.opts.Logger.Error("panic serving client", "client", s.id, "panic", r, "stack", string(debug.Stack()))
+			s.nc.Write([]byte("-ERR internal error\r\n"))
+		}
+	}()
+	buf := make([]byte, 0, 16<<10)
+	var args [][]byte
+	lim := &s.srv.opts.Limits
+	for !s.closing {
+		if len(buf) == cap(buf) {
+			if cap(buf) >= lim.MaxQueryBuffer {
+				return // Redis closes clients over the query buffer limit
+			}
+			nb := make([]byte, len(buf), min(2*cap(buf), lim.MaxQueryBuffer))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := s.nc.Read(buf[len(buf):cap(buf)])
+		if n == 0 && err != nil {
+			return
+		}
+		buf = buf[:len(buf)+n]
+		pos := 0
+		s.barrierDone = false
+		for !s.closing {
+			a, used, perr := parseCommand(buf[pos:], lim, s.authed, args)
+			if perr == errIncomplete {
+				break
+			}
+			if perr != nil {
+				s.flushPending()
+				s.w.Error(perr.Error())
+				s.closing = true
+				break
+			}
+			pos += used
+			if a == nil {
+				continue
+			}
+			args = a
+			s.dispatch(a)
+		}
+		s.flushPending()
+		if len(s.w.buf) > 0 {
+			if _, err := s.nc.Write(s.w.buf); err != nil {
+				return
+			}
+			if cap(s.w.buf) > 1<<20 {
+				s.w.buf = nil
+			} else {
+				s.w.buf = s.w.buf[:0]
+			}
+		}
+		// Keep the unparsed tail; args alias buf, but every command has run.
+		rest := copy(buf, buf[pos:])
+		buf = buf[:rest]
+		if cap(buf) > 1<<20 && rest < 16<<10 {
+			nb := make([]byte, rest, 16<<10)
+			copy(nb, buf)
+			buf = nb
+		}
+	}
+}
+
+// dispatch runs one command. It is where Redis's checks happen, in Redis's
+// order: unknown command, authentication, arity, MULTI queueing.
+func (s *session) dispatch(args [][]byte) {
+	s.srv.stats.commands.Add(1)
+	sp := lookupSpec(args[0])
+	if sp == nil {
+		s.flushPending()
+		if s.multi {
+			s.dirty = true
+		}
+		s.w.Error(unknownCommand(args))
+		return
+	}
+	if !s.authed && !sp.noAuth {
+		s.flushPending()
+		s.w.Error(msgNoAuth)
+		return
+	}
+	if !sp.checkArity(len(args)) {
+		s.flushPending()
+		if s.multi {
+			s.dirty = true
+		}
+		s.w.Error(arityError(sp.name))
+		return
+	}
+	if s.multi && !sp.noMulti {
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = slices.Clone(a)
+			if q[i] == nil {
+				q[i] = []byte{}
+			}
+		}
+		s.queue = append(s.queue, q)
+		s.w.Simple("QUEUED")
+		return
+	}
+	s.execute(sp, args)
+}
+
+// execute runs a command whose arity is known to be right.
+func (s *session) execute(sp *spec, args [][]byte) {
+	if sp.subs != nil && len(args) > 1 {
+		sub := sp.subs[strings.ToLower(string(args[1]))]
+		if sub == nil {
+			s.flushPending()
+			s.w.Error("ERR unknown subcommand '" + sanitize(string(args[1]), 128) + "'. Try " + strings.ToUpper(sp.name) + " HELP.")
+			return
+		}
+		if !sub.checkArity(len(args)) {
+			s.flushPending()
+			s.w.Error(arityError(sp.name + "|" + sub.name))
+			return
+		}
+		sp = sub
+	}
+	if sp.run != nil {
+		s.flushPending()
+		sp.run(s, args)
+		return
+	}
+	c, errMsg := sp.parse(s, args)
+	if errMsg != "" {
+		s.flushPending()
+		s.w.Error(errMsg)
+		return
+	}
+	c.DB = s.db
+	c.Now = s.srv.opts.Now().UnixMilli()
+	if c.Op.IsWrite() {
+		c.MaxBytes = s.srv.opts.MaxFilterBytes
+		s.pending = append(s.pending, c)
+		s.pendSpec = append(s.pendSpec, sp)
+		return
+	}
+	s.flushPending()
+	if err := s.readBarrier(); err != nil {
+		s.w.Error(wireError(err))
+		return
+	}
+	r := s.srv.backend.State().Read(c)
+	s.renderResult(sp, c, &r)
+}
+
+func (s *session) readBarrier() error {
+	if s.barrierDone {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
+	defer cancel()
+	if err := s.srv.backend.Barrier(ctx, s.stale); err != nil {
+		return err
+	}
+	s.barrierDone = true
+	return nil
+}
+
+func (s *session) renderResult(sp *spec, c *command.Cmd, r *keyspace.Result) {
+	if r.Err != nil && len(r.Ints) == 0 {
+		s.w.Error(wireError(r.Err))
+		return
+	}
+	sp.render(&s.w, c, r)
+}
+
+// flushPending sends the batched writes as one backend call and renders
+// their replies in order.
+func (s *session) flushPending() {
+	if len(s.pending) == 0 {
+		return
+	}
+	cmds, specs := s.pending, s.pendSpec
+	s.pending, s.pendSpec = nil, nil
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
+	res, err := s.srv.backend.Write(ctx, cmds)
+	cancel()
+	for i, c := range cmds {
+		if err != nil {
+			s.w.Error(wireError(err))
+			continue
+		}
+		s.renderResult(specs[i], c, &res[i])
+	}
+	// A write that this node applied is visible to its later reads.
+	s.barrierDone = err == nil
+}
+
+func arityError(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// unknownCommand renders Redis's reply for an unknown command: the
+// arguments are quoted until 128 characters are used.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		v := string(a)
+		if room := 128 - b.Len(); len(v) > room {
+			v = v[:room]
+		}
+		b.WriteString("'" + v + "' ")
+	}
+	return "ERR unknown command '" + sanitize(string(args[0]), 128) + "', with args beginning with: " + sanitize(b.String(), 1<<20)
+}
+
+// sanitize truncates and replaces CR/LF so an echoed string cannot break
+// the reply framing.
+func sanitize(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,131 @@
+package resp
+
+import (
+	"strings"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// spec describes one command: what COMMAND INFO reports and how it runs.
+type spec struct {
+	name     string // lower case, as Redis registers it
+	arity    int    // Redis convention: n exact, -n at least n
+	flags    []string
+	first    int // key positions (COMMAND INFO, GETKEYS)
+	last     int
+	step     int
+	cats     []string
+	keyFlags []string // key-spec flags: RW / RO / RW access update
+	module   bool     // a BF/CF command: has a key spec block
+
+	// parse turns arguments into a keyspace command, or an error reply.
+	parse func(s *session, args [][]byte) (*command.Cmd, string)
+	// render writes a keyspace result.
+	render func(w *Writer, c *command.Cmd, r *keyspace.Result)
+	// run executes a command that does not touch the keyspace.
+	run func(s *session, args [][]byte)
+	// subs are subcommands (CLIENT SETNAME …), looked up by lower-case name.
+	subs map[string]*spec
+	// noMulti commands run at once even inside MULTI (EXEC, DISCARD, …).
+	noMulti bool
+	// noAuth commands run before authentication.
+	noAuth bool
+}
+
+func (sp *spec) checkArity(n int) bool {
+	if sp.arity >= 0 {
+		return n == sp.arity
+	}
+	return n >= -sp.arity
+}
+
+var commands = map[string]*spec{}
+
+func register(sp *spec) *spec {
+	commands[sp.name] = sp
+	return sp
+}
+
+func lookupSpec(name []byte) *spec {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return commands[strings.ToLower(string(name))]
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return commands[string(buf[:len(name)])]
+}
+
+var (
+	flagsWrite    = []string{"write", "denyoom", "module"}
+	flagsWriteFst = []string{"write", "module", "fast"}
+	flagsRead     = []string{"readonly", "module", "fast"}
+)
+
+// module registers a BF/CF command with RedisBloom's COMMAND INFO shape.
+func module(name string, arity int, flags []string, cats []string, keyFlags []string,
+	parse func(*session, [][]byte) (*command.Cmd, string),
+	render func(*Writer, *command.Cmd, *keyspace.Result)) {
+	register(&spec{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1,
+		cats: cats, keyFlags: keyFlags, module: true, parse: parse, render: render})
+}
+
+// writeInfo renders one COMMAND INFO entry.
+func (sp *spec) writeInfo(w *Writer) {
+	w.Array(10)
+	w.BulkString(sp.name)
+	w.Int(int64(sp.arity))
+	w.Set(len(sp.flags))
+	for _, f := range sp.flags {
+		w.Simple(f)
+	}
+	w.Int(int64(sp.first))
+	w.Int(int64(sp.last))
+	w.Int(int64(sp.step))
+	w.Set(len(sp.cats))
+	for _, c := range sp.cats {
+		w.Simple(c)
+	}
+	w.Set(0) // tips
+	if !sp.module && sp.first == 0 {
+		w.Set(0) // key specs
+	} else {
+		w.Set(1)
+		w.Map(3)
+		w.BulkString("flags")
+		w.Set(len(sp.keyFlags))
+		for _, f := range sp.keyFlags {
+			w.Simple(f)
+		}
+		w.BulkString("begin_search")
+		w.Map(2)
+		w.BulkString("type")
+		w.BulkString("index")
+		w.BulkString("spec")
+		w.Map(1)
+		w.BulkString("index")
+		w.Int(int64(sp.first))
+		w.BulkString("find_keys")
+		w.Map(2)
+		w.BulkString("type")
+		w.BulkString("range")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("lastkey")
+		w.Int(int64(sp.last - sp.first))
+		w.BulkString("keystep")
+		w.Int(int64(sp.step))
+		w.BulkString("limit")
+		w.Int(0)
+	}
+	// subcommands (a set in RESP3, like every list above)
+	w.Set(len(sp.subs))
+	for _, name := range sortedKeys(sp.subs) {
+		sp.subs[name].writeInfo(w)
+	}
+}
