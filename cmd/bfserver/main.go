@@ -1,0 +1,89 @@
+// Command bfserver serves RedisBloom-compatible Bloom and Cuckoo filters
+// over the Redis protocol. Flags may also be given as environment variables:
+// --max-filter-bytes is BFSERVER_MAX_FILTER_BYTES, and so on.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/bfserver/bfserver/memstore"
+	"github.com/bfserver/bfserver/resp"
+)
+
+type config struct {
+	addr           string
+	requirePass    string
+	maxClients     int
+	maxFilterBytes uint64
+	stale          bool
+	logFormat      string
+	module         resp.ModuleConfig
+}
+
+func parseFlags(args []string) (*config, error) {
+	c := &config{module: resp.DefaultModuleConfig()}
+	fs := flag.NewFlagSet("bfserver", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:6379", "RESP listen address")
+	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
+	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
+	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
+	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.Float64Var(&c.module.BFErrorRate, "bf-error-rate", c.module.BFErrorRate, "default error rate of auto-created Bloom filters")
+	fs.Int64Var(&c.module.BFInitialSize, "bf-initial-size", c.module.BFInitialSize, "default capacity of auto-created Bloom filters")
+	fs.Int64Var(&c.module.BFExpansion, "bf-expansion-factor", c.module.BFExpansion, "default Bloom expansion (0 = non-scaling)")
+	fs.Int64Var(&c.module.CFBucketSize, "cf-bucket-size", c.module.CFBucketSize, "default Cuckoo bucket size")
+	fs.Int64Var(&c.module.CFInitialSize, "cf-initial-size", c.module.CFInitialSize, "capacity of auto-created Cuckoo filters")
+	fs.Int64Var(&c.module.CFMaxIterations, "cf-max-iterations", c.module.CFMaxIterations, "default Cuckoo MAXITERATIONS")
+	fs.Int64Var(&c.module.CFExpansion, "cf-expansion-factor", c.module.CFExpansion, "default Cuckoo EXPANSION")
+	fs.Int64Var(&c.module.CFMaxExpansions, "cf-max-expansions", c.module.CFMaxExpansions, "sub-filters after which Cuckoo inserts are refused")
+	// Environment variables fill flags not given on the command line.
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "BFSERVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			fs.Set(f.Name, v)
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	if c.logFormat == "json" {
+		h = slog.NewJSONHandler(os.Stderr, nil)
+	}
+	log := slog.New(h)
+	srv := resp.New(resp.Options{
+		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients,
+		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
+	}, memstore.New())
+	if err := srv.Listen(); err != nil {
+		fmt.Fprintln(os.Stderr, "bfserver:", err)
+		os.Exit(1)
+	}
+	log.Info("bfserver ready", "addr", srv.Addr().String())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		log.Info("shutting down", "signal", s.String())
+		srv.Close()
+	}()
+	if err := srv.Serve(); err != nil {
+		log.Error("serve", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,111 @@
+// Package integration runs the built bfserver binary as real processes and
+// talks to it with real clients.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bfserver-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "bfserver")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/bfserver")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build failed:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is one running bfserver process.
+type node struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	addr string
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start launches the binary and waits until it answers PING.
+func start(t testing.TB, args ...string) *node {
+	t.Helper()
+	n := &node{t: t, addr: freeAddr(t)}
+	n.cmd = exec.Command(binary, append([]string{"--addr", n.addr}, args...)...)
+	n.cmd.Stderr = os.Stderr
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.kill)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", n.addr, time.Second)
+		if err == nil {
+			c.Close()
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bfserver on %s did not start: %v", n.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the listener
+	}
+}
+
+// kill ends the process with SIGKILL, by PID.
+func (n *node) kill() {
+	if n.cmd.ProcessState == nil {
+		syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL)
+		n.cmd.Wait()
+	}
+}
+
+func (n *node) client(proto int) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.addr, Protocol: proto, MaxRetries: -1})
+	n.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// needTool returns the path of an outside tool. Without it the test skips,
+// naming the tool; under CI (CI=true), where .ci/run installs every tool,
+// it fails instead.
+func needTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not installed (apt-get install %s)", name, pkg)
+		}
+		t.Skipf("%s not installed (apt-get install %s)", name, pkg)
+	}
+	return p
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
