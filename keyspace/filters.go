@@ -7,17 +7,18 @@ import (
 	"github.com/bfserver/bfserver/scalable"
 )
 
-// lookupKind fetches key for a write and classifies it: nil value with nil
-// error means the key is empty.
-func (k *Keyspace) lookupKind(c *command.Cmd, want Kind) (*Value, error) {
-	v := k.writeLookup(c.DB, c.Key, c.Now)
-	if v == nil {
-		return nil, nil
-	}
-	if v.Kind != want {
+// ofKind classifies a looked-up value: nil and no error for an empty key,
+// ErrWrongType for another kind.
+func ofKind(v *Value, want Kind) (*Value, error) {
+	if v != nil && v.Kind != want {
 		return nil, ErrWrongType
 	}
 	return v, nil
+}
+
+// lookupKind fetches key for a write (expiring it if due) and classifies it.
+func (k *Keyspace) lookupKind(c *command.Cmd, want Kind) (*Value, error) {
+	return ofKind(k.writeLookup(c.DB, c.Key, c.Now), want)
 }
 
 func mapScalable(err error) error {
@@ -86,6 +87,9 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		r.Ints = append(r.Ints, b2i(added))
 	}
 	k.changed(c.DB, string(c.Key))
+	if !c.Multi && r.Tail != nil {
+		return Result{Err: r.Tail}
+	}
 	return r
 }
 
@@ -176,18 +180,19 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 		case scalable.Exists:
 			r.Ints = append(r.Ints, 0)
 		case scalable.NoSpace:
-			if !c.Multi {
-				r.Err = ErrFilterFull
-			}
 			r.Ints = append(r.Ints, -1)
+			r.Tail = ErrFilterFull
 		case scalable.NoMemory:
-			if !c.Multi {
-				r.Err = ErrNoMemory
-			}
 			r.Ints = append(r.Ints, -1)
+			r.Tail = ErrNoMemory
 		}
 	}
 	k.changed(c.DB, string(c.Key))
+	if c.Multi {
+		r.Tail = nil // CF.INSERT reports a full filter per item, as -1
+	} else if r.Tail != nil {
+		return Result{Err: r.Tail}
+	}
 	return r
 }
 

@@ -75,14 +75,13 @@ func New() *Keyspace {
 
 // Result is the typed outcome of a command; resp renders it per protocol.
 type Result struct {
-	Err   error   // the whole command failed
-	Int   int64   // integer replies
-	Ints  []int64 // per-item replies
-	Tail  error   // an error element after Ints (BF.MADD on a full filter)
-	Bytes []byte  // bulk replies (chunks, strings)
-	Null  bool    // the bulk reply is null
-	Strs  []string
-	List  [][]byte // KEYS, SCAN
+	Err   error    // the command failed: the reply is this error alone
+	Int   int64    // integer replies
+	Ints  []int64  // per-item replies
+	Tail  error    // an error element after Ints (BF.MADD on a full filter)
+	Bytes []byte   // bulk replies (chunks, strings)
+	Null  bool     // the bulk reply is null
+	List  [][]byte // KEYS, SCAN, BF.DEBUG lines
 	BF    *BFInfo
 	CF    *scalable.CuckooInfo
 }
@@ -368,23 +367,5 @@ func (k *Keyspace) Range(dbi uint8, fn func(key string, v *Value) bool) {
 		if !fn(key, d.keys[key]) {
 			return
 		}
-	}
-}
-
-// Put installs a value (used when loading persisted state).
-func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
-	d := k.db(dbi)
-	d.mu.Lock()
-	d.keys[key] = v
-	d.mu.Unlock()
-}
-
-// Reset empties every database (used before restoring a snapshot).
-func (k *Keyspace) Reset() {
-	for i := range k.dbs {
-		d := &k.dbs[i]
-		d.mu.Lock()
-		d.keys = make(map[string]*Value)
-		d.mu.Unlock()
 	}
 }

@@ -55,7 +55,12 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 				Filters: uint64(len(ch.Links())), Items: ch.Size(), Expansion: uint64(ch.Growth),
 				NonScaling: ch.NonScaling()}}
 		case command.BFDebug:
-			return Result{Strs: ch.Debug()}
+			lines := ch.Debug()
+			out := make([][]byte, len(lines))
+			for i, l := range lines {
+				out[i] = []byte(l)
+			}
+			return Result{List: out}
 		}
 		if c.Flag {
 			return Result{Err: ErrIterNotNumeric}
@@ -201,14 +206,11 @@ func MemoryUsage(v *Value) uint64 {
 }
 
 func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {
-	v := k.Lookup(c.DB, c.Key, c.Now)
-	if v == nil {
-		return nil, ErrNotFound
+	v, err := ofKind(k.Lookup(c.DB, c.Key, c.Now), want)
+	if err == nil && v == nil {
+		err = ErrNotFound
 	}
-	if v.Kind != want {
-		return nil, ErrWrongType
-	}
-	return v, nil
+	return v, err
 }
 
 func (k *Keyspace) ttl(c *command.Cmd) Result {

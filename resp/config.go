@@ -53,10 +53,9 @@ func (m *moduleState) snapshot() ModuleConfig {
 }
 
 type configParam struct {
-	name     string
-	get      func(m *ModuleConfig) string
-	set      func(m *ModuleConfig, v string) string // error text or ""
-	readOnly bool
+	name string
+	get  func(m *ModuleConfig) string
+	set  func(m *ModuleConfig, v string) string // error text or ""
 }
 
 func intParam(name string, field func(*ModuleConfig) *int64, lo func(*ModuleConfig) int64, hi int64) configParam {

@@ -24,20 +24,20 @@ var (
 
 func init() {
 	module("bf.reserve", -4, flagsWrite, catBloomWF, kRW, parseBFReserve, renderOK)
-	module("bf.add", 3, flagsWrite, catBloomW, kRW, parseBFAdd(false), renderBFAdd)
-	module("bf.madd", -3, flagsWrite, catBloomW, kRW, parseBFAdd(true), renderBFAdd)
-	module("bf.insert", -4, flagsWrite, catBloomW, kRW, parseBFInsert, renderBFAdd)
+	module("bf.add", 3, flagsWrite, catBloomW, kRW, parseBFAdd(false), renderBools)
+	module("bf.madd", -3, flagsWrite, catBloomW, kRW, parseBFAdd(true), renderBools)
+	module("bf.insert", -4, flagsWrite, catBloomW, kRW, parseBFInsert, renderBools)
 	module("bf.exists", 3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, false), renderBools)
 	module("bf.mexists", -3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, true), renderBools)
 	module("bf.info", -2, flagsRead, catBloomRF, kRO, parseBFInfo, renderBFInfo)
 	module("bf.card", 2, flagsRead, catBloomRF, kRO, parseKeyOnly(command.BFCard), renderInt)
 	module("bf.scandump", 3, flagsRead, catBloomR, kRW, parseBFScanDump, renderScanDump)
 	module("bf.loadchunk", 4, flagsWrite, catBloomW, kRW, parseLoadChunk(command.BFLoadChunk), renderOK)
-	module("bf.debug", -1, flagsRead, catBloomR, kRWAU, parseDebug(command.BFDebug), renderStrs)
+	module("bf.debug", -1, flagsRead, catBloomR, kRWAU, parseDebug(command.BFDebug), renderList)
 
 	module("cf.reserve", -3, flagsWrite, catCuckooWF, kRW, parseCFReserve, renderOK)
-	module("cf.add", 3, flagsWrite, catCuckooW, kRW, parseCFAdd(false), renderCFAdd)
-	module("cf.addnx", 3, flagsWrite, catCuckooW, kRW, parseCFAdd(true), renderCFAdd)
+	module("cf.add", 3, flagsWrite, catCuckooW, kRW, parseCFAdd(false), renderBools)
+	module("cf.addnx", 3, flagsWrite, catCuckooW, kRW, parseCFAdd(true), renderBools)
 	module("cf.insert", -4, flagsWrite, catCuckooW, kRW, parseCFInsert(false), renderCFInsert)
 	module("cf.insertnx", -4, flagsWrite, catCuckooW, kRW, parseCFInsert(true), renderCFInsert)
 	module("cf.exists", 3, flagsRead, catCuckooR, kRO, parseItems(command.CFExists, false), renderBools)
@@ -378,13 +378,7 @@ func parseCFCompact(s *session, args [][]byte) (*command.Cmd, string) {
 	return &command.Cmd{Op: command.CFCompact, Key: args[1]}, ""
 }
 
-func renderOK(w *Writer, c *command.Cmd, r *keyspace.Result) {
-	if r.Err != nil {
-		w.Error(wireError(r.Err))
-		return
-	}
-	w.Simple("OK")
-}
+func renderOK(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Simple("OK") }
 
 func renderInt(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Int(r.Int) }
 
@@ -396,38 +390,12 @@ func renderBulk(w *Writer, c *command.Cmd, r *keyspace.Result) {
 	w.Bulk(r.Bytes)
 }
 
-func renderStrs(w *Writer, c *command.Cmd, r *keyspace.Result) {
-	w.Array(len(r.Strs))
-	for _, s := range r.Strs {
-		w.BulkString(s)
-	}
-}
-
-// renderBools writes per-item booleans, as an array when the command takes
-// many items.
-func renderBools(w *Writer, c *command.Cmd, r *keyspace.Result) {
-	if !c.Multi {
-		if len(r.Ints) == 0 {
-			w.Error(wireError(r.Err))
-			return
-		}
-		w.Bool(r.Ints[0] == 1)
-		return
-	}
-	w.Array(len(r.Ints))
-	for _, v := range r.Ints {
-		w.Bool(v == 1)
-	}
-}
-
 func renderCount(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Int(r.Ints[0]) }
 
-func renderBFAdd(w *Writer, c *command.Cmd, r *keyspace.Result) {
+// renderBools writes per-item booleans, then the error that stopped the
+// loop, if any (BF.MADD/BF.INSERT on a full non-scaling filter).
+func renderBools(w *Writer, c *command.Cmd, r *keyspace.Result) {
 	if !c.Multi {
-		if r.Tail != nil {
-			w.Error(wireError(r.Tail))
-			return
-		}
 		w.Bool(r.Ints[0] == 1)
 		return
 	}
@@ -442,14 +410,6 @@ func renderBFAdd(w *Writer, c *command.Cmd, r *keyspace.Result) {
 	if r.Tail != nil {
 		w.Error(wireError(r.Tail))
 	}
-}
-
-func renderCFAdd(w *Writer, c *command.Cmd, r *keyspace.Result) {
-	if r.Err != nil {
-		w.Error(wireError(r.Err))
-		return
-	}
-	w.Bool(r.Ints[0] == 1)
 }
 
 // renderCFInsert: INSERTNX always answers integers; INSERT answers

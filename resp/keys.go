@@ -48,7 +48,7 @@ func init() {
 	keyCmd("flushdb", -1, wr, catKeyWS, 0, 0, 0, parseFlush(command.FlushDB), renderOK)
 	keyCmd("flushall", -1, wr, catKeyWS, 0, 0, 0, parseFlush(command.FlushAll), renderOK)
 	keyCmd("set", -3, []string{"write", "denyoom"}, []string{"@write", "@string", "@slow"}, 1, 1, 1, parseSet, renderSet)
-	keyCmd("get", 2, rdFast, []string{"@read", "@string", "@fast"}, 1, 1, 1, parseKeyOnly(command.Get), renderGet)
+	keyCmd("get", 2, rdFast, []string{"@read", "@string", "@fast"}, 1, 1, 1, parseKeyOnly(command.Get), renderBulk)
 	keyCmd("dump", 2, rd, catKeyRS, 1, 1, 1, parseKeyOnly(command.Dump), renderBulk)
 	keyCmd("restore", -4, []string{"write", "denyoom"}, catKeyWS, 1, 1, 1, parseRestore, renderOK)
 	keyCmd("bf.digest", 2, rdFast, []string{"@read", "@bloom"}, 1, 1, 1, parseKeyOnly(command.Digest), renderBulk)
@@ -241,14 +241,6 @@ func parseRestore(s *session, args [][]byte) (*command.Cmd, string) {
 func renderStatus(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Simple(string(r.Bytes)) }
 
 func renderSet(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Simple("OK") }
-
-func renderGet(w *Writer, c *command.Cmd, r *keyspace.Result) {
-	if r.Err != nil {
-		w.Error(wireError(r.Err))
-		return
-	}
-	renderBulk(w, c, r)
-}
 
 func renderMemUsage(w *Writer, c *command.Cmd, r *keyspace.Result) {
 	if r.Null {

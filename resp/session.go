@@ -42,7 +42,6 @@ type session struct {
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
-	lastCmd     atomic.Pointer[string]
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -52,10 +51,6 @@ func newSession(s *Server, nc net.Conn) *session {
 	empty := ""
 	sess.name.Store(&empty)
 	return sess
-}
-
-func (s *session) limits() (*Limits, bool) {
-	return &s.srv.opts.Limits, s.authed
 }
 
 func (s *session) loop() {
@@ -155,9 +150,6 @@ func (s *session) dispatch(args [][]byte) {
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = slices.Clone(a)
-			if q[i] == nil {
-				q[i] = []byte{}
-			}
 		}
 		s.queue = append(s.queue, q)
 		s.w.Simple("QUEUED")
@@ -224,7 +216,7 @@ func (s *session) readBarrier() error {
 }
 
 func (s *session) renderResult(sp *spec, c *command.Cmd, r *keyspace.Result) {
-	if r.Err != nil && len(r.Ints) == 0 {
+	if r.Err != nil {
 		s.w.Error(wireError(r.Err))
 		return
 	}

@@ -12,8 +12,6 @@ type Writer struct {
 	proto int
 }
 
-func (w *Writer) raw(b ...byte) { w.buf = append(w.buf, b...) }
-
 func (w *Writer) header(prefix byte, n int64) {
 	w.buf = append(w.buf, prefix)
 	w.buf = strconv.AppendInt(w.buf, n, 10)
