@@ -1,66 +1,14 @@
 package scalable
 
 import (
-	"bufio"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bfserver/bfserver/internal/golden"
 )
-
-// recipe is one line of testdata/golden/dumps.jsonl, captured from RedisBloom.
-type recipe struct {
-	Name     string          `json:"name"`
-	Type     string          `json:"type"`
-	Recipe   []goldenCmd     `json:"recipe"`
-	Scandump [][2]any        `json:"scandump"`
-	Info     map[string]any  `json:"info"`
-	Debug    json.RawMessage `json:"debug"`
-	Probes   []goldenCmd     `json:"probes"`
-}
-
-type goldenCmd struct {
-	Args    []string `json:"args"`
-	ArgsB64 []string `json:"args_b64"`
-	Reply   *string  `json:"reply"`
-}
-
-func (c goldenCmd) args(t testing.TB) [][]byte {
-	var out [][]byte
-	for _, a := range c.Args {
-		out = append(out, []byte(a))
-	}
-	for _, a := range c.ArgsB64 {
-		b, err := base64.StdEncoding.DecodeString(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
-func loadRecipes(t testing.TB) []recipe {
-	f, err := os.Open("testdata/golden/dumps.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 8<<20)
-	var out []recipe
-	for sc.Scan() {
-		var r recipe
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
 
 const noCap = 1 << 40
 
@@ -95,12 +43,12 @@ func itemsAfter(args [][]byte) [][]byte {
 
 // replay runs a recipe on the engine directly: the recipes use well-formed
 // commands only, so this interpreter needs none of the server's parsing.
-func replay(t *testing.T, r recipe) (*Chain, *Cuckoo) {
+func replay(t *testing.T, r golden.Recipe) (*Chain, *Cuckoo) {
 	var ch *Chain
 	var cf *Cuckoo
 	var err error
 	for _, c := range r.Recipe {
-		a := c.args(t)
+		a := c.Argv()
 		switch strings.ToUpper(string(a[0])) {
 		case "BF.RESERVE":
 			e, _ := strconv.ParseFloat(string(a[2]), 64)
@@ -164,7 +112,7 @@ func replay(t *testing.T, r recipe) (*Chain, *Cuckoo) {
 	return ch, cf
 }
 
-func wantChunks(t *testing.T, r recipe) (pos []int64, data [][]byte, nulls []bool) {
+func wantChunks(t *testing.T, r golden.Recipe) (pos []int64, data [][]byte, nulls []bool) {
 	for _, p := range r.Scandump {
 		pos = append(pos, int64(p[0].(float64)))
 		if p[1] == nil {
@@ -210,7 +158,14 @@ func dump(ch *Chain, cf *Cuckoo) (pos []int64, data [][]byte) {
 }
 
 func TestGoldenDumps(t *testing.T) {
-	for _, r := range loadRecipes(t) {
+	recipes, err := golden.LoadRecipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recipes) < 50 {
+		t.Fatalf("only %d recipes loaded", len(recipes))
+	}
+	for _, r := range recipes {
 		t.Run(r.Name, func(t *testing.T) {
 			ch, cf := replay(t, r)
 			wpos, wdata, _ := wantChunks(t, r)
@@ -223,16 +178,20 @@ func TestGoldenDumps(t *testing.T) {
 					t.Fatalf("chunk %d: got (%d, %x) want (%d, %x)", i, gpos[i], head(gdata[i]), wpos[i], head(wdata[i]))
 				}
 			}
+			var info map[string]any
+			if err := json.Unmarshal(r.Info, &info); err != nil {
+				t.Fatal(err)
+			}
 			var debug any
 			if ch != nil {
 				debug = ch.Debug()
-				if got := float64(ch.MemUsage()); got != r.Info["Size"].(float64) {
-					t.Errorf("Size %v want %v", got, r.Info["Size"])
+				if got := float64(ch.MemUsage()); got != info["Size"].(float64) {
+					t.Errorf("Size %v want %v", got, info["Size"])
 				}
 			} else {
 				debug = []string{cf.Debug()}
-				if got := float64(cf.Info().Size); got != r.Info["Size"].(float64) {
-					t.Errorf("Size %v want %v", got, r.Info["Size"])
+				if got := float64(cf.Info().Size); got != info["Size"].(float64) {
+					t.Errorf("Size %v want %v", got, info["Size"])
 				}
 			}
 			gj, _ := json.Marshal(debug)
@@ -287,9 +246,9 @@ func load(t *testing.T, typ string, pos []int64, data [][]byte) (*Chain, *Cuckoo
 
 // checkProbes answers the recorded MEXISTS/COUNT probes, false positives
 // included, from the loaded filter.
-func checkProbes(t *testing.T, r recipe, ch *Chain, cf *Cuckoo) {
+func checkProbes(t *testing.T, r golden.Recipe, ch *Chain, cf *Cuckoo) {
 	for _, p := range r.Probes {
-		a := p.args(t)
+		a := p.Argv()
 		var sb strings.Builder
 		cmd := strings.ToUpper(string(a[0]))
 		if strings.HasSuffix(cmd, "MEXISTS") {
@@ -305,8 +264,8 @@ func checkProbes(t *testing.T, r recipe, ch *Chain, cf *Cuckoo) {
 			}
 			sb.WriteString(":" + strconv.FormatUint(v, 10) + "\r\n")
 		}
-		if p.Reply != nil && sb.String() != *p.Reply {
-			t.Errorf("%s %s: got %q want %q", cmd, a[1], sb.String(), *p.Reply)
+		if want := string(p.Want()); sb.String() != want {
+			t.Errorf("%s %s: got %q want %q", cmd, a[1], sb.String(), want)
 		}
 	}
 }
