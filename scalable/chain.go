@@ -282,10 +282,13 @@ func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 			return nil, ErrBadHeader
 		}
 		total += sizes[i]
-		if p.Bytes > maxBytes || bytes > maxBytes-p.Bytes {
+		// Count each link's bookkeeping too, so that a header of millions
+		// of tiny links cannot allocate far past the cap.
+		need := p.Bytes + linkStructSize
+		if need > maxBytes || bytes > maxBytes-need {
 			return nil, ErrTooLarge
 		}
-		bytes += p.Bytes
+		bytes += need
 		params[i] = p
 	}
 	if c.Options&^optAll != 0 || total != size {

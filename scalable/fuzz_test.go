@@ -90,3 +90,20 @@ func FuzzCuckooChunk(f *testing.F) {
 		cf.Exists([]byte("foo"))
 	})
 }
+
+// TestManyTinyLinksRefused: a header declaring a million 8-byte links is
+// refused by a 16 MiB cap: 8 MiB of bits, but each link costs bookkeeping.
+func TestManyTinyLinksRefused(t *testing.T) {
+	link := mustHex("0800000000000000400000000000000000000000000000007b14ae47e17a843f88168ac58c2b234007000000030000000000000000")
+	const n = 1 << 20
+	hdr := make([]byte, 20, 20+len(link)*n)
+	hdr[8], hdr[9], hdr[10] = 0, 0, 0x10 // nfilters = 1<<20
+	hdr[12] = 13
+	hdr[16] = 2
+	for i := 0; i < n; i++ {
+		hdr = append(hdr, link...)
+	}
+	if _, err := ParseChainHeader(hdr, 16<<20); err != ErrTooLarge {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
