@@ -141,10 +141,16 @@ func (b *Bloom) Add(h Hash) bool {
 
 // ReadBytes copies len(dst) bytes of the bit array starting at byte offset off.
 func (b *Bloom) ReadBytes(dst []byte, off uint64) {
-	for i := range dst {
+	for i := 0; i < len(dst); {
 		pos := off + uint64(i)
 		w := atomic.LoadUint64(&b.words[pos>>3])
+		if pos&7 == 0 && len(dst)-i >= 8 {
+			binary.LittleEndian.PutUint64(dst[i:], w)
+			i += 8
+			continue
+		}
 		dst[i] = byte(w >> ((pos & 7) * 8))
+		i++
 	}
 }
 

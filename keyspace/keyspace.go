@@ -352,6 +352,23 @@ func Digest(v *Value) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Count returns how many live keys a database holds and how many of them
+// have an expiry, without sorting (DBSIZE, INFO keyspace).
+func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
+	d := k.db(dbi)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, v := range d.keys {
+		if !v.expired(now) {
+			keys++
+			if v.ExpireAt != 0 {
+				expires++
+			}
+		}
+	}
+	return keys, expires
+}
+
 // Range calls fn for every key of a database, in sorted order, under the
 // read lock. fn must not call back into the keyspace.
 func (k *Keyspace) Range(dbi uint8, fn func(key string, v *Value) bool) {

@@ -131,13 +131,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 	case command.Scan:
 		return k.scan(c)
 	case command.DBSize:
-		n := 0
-		k.Range(c.DB, func(_ string, v *Value) bool {
-			if !v.expired(c.Now) {
-				n++
-			}
-			return true
-		})
+		n, _ := k.Count(c.DB, c.Now)
 		return Result{Int: int64(n)}
 	case command.RandomKey:
 		var keys []string

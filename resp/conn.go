@@ -544,17 +544,7 @@ func (s *Server) infoText(sections [][]byte) string {
 		st := s.backend.State()
 		now := s.opts.Now().UnixMilli()
 		for i := 0; i < keyspace.NumDBs; i++ {
-			keys, expires := 0, 0
-			st.Range(uint8(i), func(_ string, v *keyspace.Value) bool {
-				if v.ExpireAt == 0 || v.ExpireAt > now {
-					keys++
-					if v.ExpireAt != 0 {
-						expires++
-					}
-				}
-				return true
-			})
-			if keys > 0 {
+			if keys, expires := st.Count(uint8(i), now); keys > 0 {
 				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0,subexpiry=0\r\n", i, keys, expires)
 			}
 		}

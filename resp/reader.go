@@ -19,8 +19,11 @@ type Limits struct {
 	MaxQueryBuffer int
 }
 
-// preAuth are Redis's limits for clients that still have to authenticate.
-var preAuth = Limits{MaxBulk: 16384, MaxArgs: 10, MaxInline: 64 << 10, MaxQueryBuffer: 1 << 20}
+// Redis's limits for clients that still have to authenticate.
+const (
+	preAuthMaxArgs = 10
+	preAuthMaxBulk = 16384
+)
 
 func (l *Limits) ensureDefaults() {
 	if l.MaxBulk <= 0 {
@@ -81,7 +84,7 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, in
 	if count <= 0 {
 		return nil, pos, nil
 	}
-	if !auth && count > preAuth.MaxArgs {
+	if !auth && count > preAuthMaxArgs {
 		return nil, 0, errUnauthMultibulk
 	}
 	// Each argument takes at least 4 bytes ("$0\r\n" + "\r\n" = 6); do not
@@ -102,7 +105,7 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, in
 		if !ok || n < 0 || n > lim.MaxBulk {
 			return nil, 0, errInvalidBulk
 		}
-		if !auth && n > preAuth.MaxBulk {
+		if !auth && n > preAuthMaxBulk {
 			return nil, 0, errUnauthBulk
 		}
 		if int64(len(b)-next) < n+2 {
