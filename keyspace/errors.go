@@ -32,5 +32,6 @@ var (
 	ErrModuleKeyCopy   = errors.New("module key copy")   // ERR not supported for this module key
 	ErrBusyKey         = errors.New("busy key")          // BUSYKEY Target key name already exists.
 	ErrBadPayload      = errors.New("bad payload")       // ERR DUMP payload version or checksum are wrong
+	ErrBadFormat       = errors.New("bad format")        // ERR Bad data format
 	ErrUnknownOp       = errors.New("unknown operation") // a log entry this version cannot apply
 )

@@ -71,6 +71,7 @@ var wireErrors = map[error]string{
 	keyspace.ErrModuleKeyCopy:   "ERR not supported for this module key",
 	keyspace.ErrBusyKey:         "BUSYKEY Target key name already exists.",
 	keyspace.ErrBadPayload:      "ERR DUMP payload version or checksum are wrong",
+	keyspace.ErrBadFormat:       "ERR Bad data format",
 	keyspace.ErrUnknownOp:       "ERR unknown operation in log entry",
 }
 

@@ -224,17 +224,44 @@ func parseSet(s *session, args [][]byte) (*command.Cmd, string) {
 	return &command.Cmd{Op: command.Set, Key: args[1], Data: args[2]}, ""
 }
 
+// parseRestore: RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
+// [FREQ f]. The expiry is made absolute here, on the receiving node.
 func parseRestore(s *session, args [][]byte) (*command.Cmd, string) {
 	ttl, ok := parseLL(args[2])
 	if !ok {
 		return nil, msgNotInteger
 	}
-	c := &command.Cmd{Op: command.Restore, Key: args[1], Iter: ttl, Data: args[3]}
-	for _, a := range args[4:] {
-		if strings.EqualFold(string(a), "REPLACE") {
+	if ttl < 0 {
+		return nil, "ERR Invalid TTL value, must be >= 0"
+	}
+	c := &command.Cmd{Op: command.Restore, Key: args[1], Data: args[3]}
+	abs := false
+	for i := 4; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "REPLACE":
 			c.NX = true
+		case "ABSTTL":
+			abs = true
+		case "IDLETIME", "FREQ":
+			if i+1 >= len(args) {
+				return nil, msgSyntax
+			}
+			if v, ok := parseLL(args[i+1]); !ok || v < 0 {
+				return nil, msgNotInteger
+			}
+			i++
+		default:
+			return nil, msgSyntax
 		}
 	}
+	if ttl > 0 && !abs {
+		now := s.srv.opts.Now().UnixMilli()
+		if ttl > math.MaxInt64-now {
+			return nil, "ERR Invalid TTL value, must be >= 0"
+		}
+		ttl += now
+	}
+	c.Iter = ttl
 	return c, ""
 }
 
