@@ -3,9 +3,13 @@ package resp_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,7 +90,7 @@ func replay(t *testing.T, clk *clock, cl *client, recs []golden.Record) {
 		if !r.IsCommand() {
 			continue
 		}
-		if r.SleepMS > 0 {
+		if r.SleepMS > 0 && clk != nil {
 			clk.advance(r.SleepMS)
 		}
 		args := r.Argv()
@@ -122,4 +126,138 @@ func TestGoldenTranscripts(t *testing.T) {
 			replay(t, clk, dial(t, srv), recs)
 		})
 	}
+}
+
+// TestGoldenDumps replays every dump recipe over a socket: each recipe's
+// replies, then SCANDUMP byte for byte, INFO, DEBUG, CARD and the probes
+// (false positives included), then LOADCHUNKs the golden dump into a new
+// key and checks it dumps and answers the same.
+func TestGoldenDumps(t *testing.T) {
+	recipes, err := golden.LoadRecipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recipes) < 50 {
+		t.Fatalf("only %d recipes", len(recipes))
+	}
+	srv := startServer(t, nil)
+	cl := dial(t, srv)
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, x := range s {
+			out[i] = []byte(x)
+		}
+		return out
+	}
+	for _, r := range recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			cl.do(t, b("FLUSHALL"))
+			replay(t, nil, cl, r.Recipe)
+			prefix := "BF."
+			if r.Type == "cf" {
+				prefix = "CF."
+			}
+			var chunks [][2][]byte // iterator, data
+			for _, pair := range r.Scandump {
+				it := strconv.FormatInt(int64(pair[0].(float64)), 10)
+				var data []byte
+				if pair[1] != nil {
+					data, _ = hex.DecodeString(pair[1].(string))
+				}
+				chunks = append(chunks, [2][]byte{[]byte(it), data})
+			}
+			dumpOf := func(key string) [][2][]byte {
+				var out [][2][]byte
+				it := "0"
+				for i := 0; i < len(chunks)+2; i++ {
+					reply := cl.do(t, b(prefix+"SCANDUMP", key, it))
+					next, data := parseScanDump(t, reply)
+					out = append(out, [2][]byte{[]byte(next), data})
+					if next == "0" {
+						break
+					}
+					it = next
+				}
+				return out
+			}
+			check := func(key string) {
+				got := dumpOf(key)
+				if len(got) != len(chunks) {
+					t.Fatalf("%s: %d chunks, want %d", key, len(got), len(chunks))
+				}
+				for i := range got {
+					if !bytes.Equal(got[i][0], chunks[i][0]) || !bytes.Equal(got[i][1], chunks[i][1]) {
+						t.Fatalf("%s chunk %d: (%s, %x) want (%s, %x)", key, i, got[i][0], got[i][1], chunks[i][0], chunks[i][1])
+					}
+				}
+				var info map[string]any
+				json.Unmarshal(r.Info, &info)
+				reply := string(cl.do(t, b(prefix+"INFO", key)))
+				for name, v := range info {
+					want := "+" + name + "\r\n$-1\r\n"
+					if v != nil {
+						want = "+" + name + "\r\n:" + strconv.FormatInt(int64(v.(float64)), 10) + "\r\n"
+					}
+					if !strings.Contains(reply, want) {
+						t.Errorf("%s INFO %q lacks %q", key, reply, want)
+					}
+				}
+				var debug any
+				json.Unmarshal(r.Debug, &debug)
+				dreply := string(cl.do(t, b(prefix+"DEBUG", key)))
+				lines, ok := debug.([]any)
+				if !ok {
+					lines = []any{debug}
+				}
+				for _, l := range lines {
+					if !strings.Contains(dreply, l.(string)+"\r\n") {
+						t.Errorf("%s DEBUG %q lacks %q", key, dreply, l)
+					}
+				}
+				if r.Card != nil {
+					if got := string(cl.do(t, b("BF.CARD", key))); got != ":"+strconv.FormatInt(*r.Card, 10)+"\r\n" {
+						t.Errorf("%s BF.CARD = %q, want %d", key, got, *r.Card)
+					}
+				}
+				for _, p := range r.Probes {
+					args := p.Argv()
+					args[1] = []byte(key)
+					if got := cl.do(t, args); !bytes.Equal(got, p.Want()) {
+						t.Errorf("%s probe %s: got %q want %q", key, args[0], got, p.Want())
+					}
+				}
+			}
+			check(r.Key)
+			if chunks[0][0][0] == '0' {
+				return // an empty cuckoo filter cannot be dumped
+			}
+			for _, c := range chunks {
+				if string(c[0]) != "0" {
+					if got := cl.do(t, [][]byte{[]byte(prefix + "LOADCHUNK"), []byte("copy"), c[0], c[1]}); string(got) != "+OK\r\n" {
+						t.Fatalf("LOADCHUNK %s: %q", c[0], got)
+					}
+				}
+			}
+			check("copy")
+		})
+	}
+}
+
+// parseScanDump splits a SCANDUMP reply into its iterator and data.
+func parseScanDump(t *testing.T, reply []byte) (string, []byte) {
+	rd := bufio.NewReader(bytes.NewReader(reply))
+	head, _ := rd.ReadString('\n')
+	if head != "*2\r\n" {
+		t.Fatalf("SCANDUMP reply %q", reply)
+	}
+	it, _ := rd.ReadString('\n')
+	it = strings.TrimSuffix(strings.TrimPrefix(it, ":"), "\r\n")
+	bulk, _ := rd.ReadString('\n')
+	if bulk == "$-1\r\n" || bulk == "_\r\n" {
+		return it, nil
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(bulk, "$"), "\r\n"))
+	data := make([]byte, n)
+	io.ReadFull(rd, data)
+	return it, data
 }
