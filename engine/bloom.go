@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -100,6 +101,8 @@ const MaxHashes = 1100
 type Bloom struct {
 	BloomParams
 	mod   uint64
+	recip uint64 // floor((2^64−1)/mod), for division-free remainders
+	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
 	words []uint64
 }
 
@@ -110,16 +113,60 @@ func NewBloom(p BloomParams) *Bloom {
 	if p.N2 > 0 {
 		b.mod = uint64(1) << p.N2
 	}
+	b.recip = math.MaxUint64 / b.mod
+	b.wrap = (math.MaxUint64%b.mod + 1) % b.mod
 	return b
+}
+
+// rem is x mod b.mod without a 64-bit division (Barrett reduction): the
+// estimated quotient never exceeds the true one and is at most two short,
+// so the loop corrects it exactly.
+func (b *Bloom) rem(x uint64) uint64 {
+	q, _ := bits.Mul64(x, b.recip)
+	r := x - q*b.mod
+	for r >= b.mod {
+		r -= b.mod
+	}
+	return r
+}
+
+// probe walks the k bit positions (a + i·b) mod m, computed in uint64 with
+// wrap-around as RedisBloom does, using two divisions per item instead of
+// one per position: position i+1 is position i plus b mod m, corrected by
+// 2^64 mod m whenever a + i·b wraps. The results are identical.
+type probe struct {
+	v, r, bm uint64
+}
+
+func (b *Bloom) start(h Hash) probe {
+	return probe{v: h.A, r: b.rem(h.A), bm: b.rem(h.B)}
+}
+
+func (b *Bloom) next(p *probe, h Hash) {
+	nv := p.v + h.B
+	p.r += p.bm
+	if p.r >= b.mod {
+		p.r -= b.mod
+	}
+	if nv < p.v { // a + i·b wrapped past 2^64
+		if p.r >= b.wrap {
+			p.r -= b.wrap
+		} else {
+			p.r += b.mod - b.wrap
+		}
+	}
+	p.v = nv
 }
 
 // Test reports whether every one of the item's bits is set.
 func (b *Bloom) Test(h Hash) bool {
-	for i := uint64(0); i < uint64(b.Hashes); i++ {
-		x := (h.A + i*h.B) % b.mod
+	p := b.start(h)
+	for i := uint32(0); i < b.Hashes; i++ {
+		x := p.r
 		if atomic.LoadUint64(&b.words[x>>6])&(1<<(x&63)) == 0 {
 			return false
 		}
+		b.next(&p, h)
 	}
 	return true
 }
@@ -127,8 +174,10 @@ func (b *Bloom) Test(h Hash) bool {
 // Add sets the item's bits and reports whether any of them was clear.
 func (b *Bloom) Add(h Hash) bool {
 	flipped := false
-	for i := uint64(0); i < uint64(b.Hashes); i++ {
-		x := (h.A + i*h.B) % b.mod
+	p := b.start(h)
+	for i := uint32(0); i < b.Hashes; i++ {
+		x := p.r
+		b.next(&p, h)
 		w := &b.words[x>>6]
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {

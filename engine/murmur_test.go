@@ -58,3 +58,22 @@ func TestCuckooLookup(t *testing.T) {
 		t.Fatalf("bar: %+v", l)
 	}
 }
+
+// TestRemMatchesDivision checks the division-free remainder against %, on
+// moduli of every size and dividends at the edges.
+func TestRemMatchesDivision(t *testing.T) {
+	mods := []uint64{1, 2, 3, 7, 64, 1152, 1 << 20, 1<<32 - 1, 1 << 32, 1<<32 + 1, 12345678901, 1 << 62, 1<<63 + 12345, 1<<64 - 1}
+	xs := []uint64{0, 1, 2, 1<<63 - 1, 1 << 63, 1<<64 - 2, 1<<64 - 1, 0x822b4f99b121f10d, 0x9d63d52a557f61c2}
+	for i := uint64(0); i < 2000; i++ {
+		xs = append(xs, MurmurHash64A([]byte{byte(i), byte(i >> 8)}, i))
+	}
+	for _, m := range mods {
+		b := NewBloom(BloomParams{Bits: m, Bytes: 8})
+		b.words = nil
+		for _, x := range xs {
+			if got, want := b.rem(x), x%m; got != want {
+				t.Fatalf("%d mod %d = %d, want %d", x, m, got, want)
+			}
+		}
+	}
+}

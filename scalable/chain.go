@@ -41,7 +41,6 @@ func (l *Link) Size() uint64 { return l.size.Load() }
 // a link is added, and engine.Bloom is safe for concurrent Test and Add.
 type Chain struct {
 	links   atomic.Pointer[[]*Link]
-	size    atomic.Uint64
 	Options uint32
 	Growth  uint32
 }
@@ -79,7 +78,14 @@ func NewChain(capacity uint64, errRate float64, growth uint32, nonScaling bool, 
 func (c *Chain) Links() []*Link { return *c.links.Load() }
 
 // Size is the number of items the chain took (BF.CARD).
-func (c *Chain) Size() uint64 { return c.size.Load() }
+// It is the sum of the link sizes; a loaded header must agree.
+func (c *Chain) Size() uint64 {
+	var n uint64
+	for _, l := range c.Links() {
+		n += l.Size()
+	}
+	return n
+}
 
 // NonScaling reports whether the chain refuses to grow.
 func (c *Chain) NonScaling() bool { return c.Options&OptNoScaling != 0 }
@@ -106,33 +112,45 @@ func (c *Chain) Test(item []byte) bool {
 // Add adds the item (SBChain_Add): false if it was already present; a new
 // link with capacity×growth and half the error when the newest is full.
 // maxBytes caps the chain's total bit-array bytes after growth.
+//
+// The newest link is tested and set in one pass when it has room: setting
+// bits of an item it already holds flips none, which is the same answer as
+// testing first, so the result and the bits are RedisBloom's.
 func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 	h := c.hash(item)
 	links := c.Links()
-	for i := len(links) - 1; i >= 0; i-- {
+	for i := len(links) - 2; i >= 0; i-- {
 		if links[i].Test(h) {
 			return false, nil
 		}
 	}
 	cur := links[len(links)-1]
-	if cur.Size() >= cur.Entries {
-		if c.NonScaling() {
-			return false, ErrNonScalingFull
+	if cur.Size() < cur.Entries {
+		if !cur.Add(h) {
+			return false, nil
 		}
-		p, ok := engine.SizeBloom(cur.Entries*uint64(c.Growth), cur.Error*tightening)
-		if !ok {
-			return false, ErrGrow
-		}
-		if p.Bytes > maxBytes || c.Bytes() > maxBytes-p.Bytes {
-			return false, ErrTooLarge
-		}
-		next := append(append(make([]*Link, 0, len(links)+1), links...), &Link{Bloom: engine.NewBloom(p)})
-		c.links.Store(&next)
-		cur = next[len(next)-1]
+		cur.size.Add(1)
+		return true, nil
 	}
+	// The newest link is full: the item goes to a new link unless present.
+	if cur.Test(h) {
+		return false, nil
+	}
+	if c.NonScaling() {
+		return false, ErrNonScalingFull
+	}
+	p, ok := engine.SizeBloom(cur.Entries*uint64(c.Growth), cur.Error*tightening)
+	if !ok {
+		return false, ErrGrow
+	}
+	if p.Bytes > maxBytes || c.Bytes() > maxBytes-p.Bytes {
+		return false, ErrTooLarge
+	}
+	next := append(append(make([]*Link, 0, len(links)+1), links...), &Link{Bloom: engine.NewBloom(p)})
+	c.links.Store(&next)
+	cur = next[len(next)-1]
 	if cur.Add(h) {
 		cur.size.Add(1)
-		c.size.Add(1)
 		return true, nil
 	}
 	return false, nil
@@ -300,7 +318,6 @@ func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 		links[i].size.Store(sizes[i])
 	}
 	c.links.Store(&links)
-	c.size.Store(size)
 	return c, nil
 }
 
