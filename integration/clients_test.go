@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -108,5 +109,56 @@ func TestHostileFraming(t *testing.T) {
 	// The server still answers.
 	if err := n.client(2).Ping(ctx(t)).Err(); err != nil {
 		t.Fatalf("PING after hostile input: %v", err)
+	}
+}
+
+// TestNodeRedis runs node-redis 6 (default RESP3) through bfcheck.mjs.
+func TestNodeRedis(t *testing.T) {
+	node := needTool(t, "node", "nodejs")
+	if _, err := os.Stat("node/node_modules/redis"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node-redis not installed (cd integration/node && npm ci)")
+		}
+		t.Skip("node-redis not installed (cd integration/node && npm ci)")
+	}
+	n := start(t)
+	out, err := exec.Command(node, "node/bfcheck.mjs", "redis://"+n.addr).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("node-redis: %v\n%s", err, out)
+	}
+}
+
+// TestRedisPy runs Debian's python3-redis through its BF/CF API.
+func TestRedisPy(t *testing.T) {
+	py := "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import redis").CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3-redis not installed (apt-get install python3-redis): %s", out)
+		}
+		t.Skip("python3-redis not installed (apt-get install python3-redis)")
+	}
+	n := start(t)
+	host, port, _ := net.SplitHostPort(n.addr)
+	script := `
+import sys, redis
+r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))
+assert r.ping()
+assert r.bf().create("pb", 0.01, 1000)
+assert r.bf().madd("pb", "a", "b", "a") == [1, 1, 0], r.bf().madd("pb", "a")
+assert r.bf().exists("pb", "a") == 1
+assert r.bf().exists("pb", "zz") == 0
+info = r.bf().info("pb")
+assert info.capacity == 1000 and info.insertedNum == 2, vars(info)
+assert r.cf().add("pc", "x") == 1
+assert r.cf().count("pc", "x") == 1
+cinfo = r.cf().info("pc")
+assert cinfo.insertedNum == 1 and cinfo.bucketSize == 2, vars(cinfo)
+assert r.cf().delete("pc", "x") == 1
+assert r.type("pb") == b"MBbloom--"
+print("ok")
+`
+	out, err := exec.Command(py, "-c", script, host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py: %v\n%s", err, out)
 	}
 }
