@@ -162,3 +162,32 @@ print("ok")
 		t.Fatalf("redis-py: %v\n%s", err, out)
 	}
 }
+
+// TestConfiguredLimits: a lowered bulk limit refuses longer arguments with
+// Redis's protocol error, and CONFIG GET reports it.
+func TestConfiguredLimits(t *testing.T) {
+	n := start(t, "--proto-max-bulk-len", "1024", "--proto-max-multibulk-len", "8")
+	c := n.client(2)
+	if v, err := c.ConfigGet(ctx(t), "proto-max-bulk-len").Result(); err != nil || v["proto-max-bulk-len"] != "1024" {
+		t.Fatalf("CONFIG GET = %v, %v", v, err)
+	}
+	for in, want := range map[string]string{
+		"*3\r\n$6\r\nBF.ADD\r\n$1\r\nk\r\n$1025\r\n": "-ERR Protocol error: invalid bulk length",
+		"*9\r\n": "-ERR Protocol error: invalid multibulk length",
+	} {
+		conn, err := net.Dial("tcp", n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.Write([]byte(in))
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if strings.TrimSpace(line) != want {
+			t.Errorf("%q: got %q want %q", in, line, want)
+		}
+	}
+	if err := c.BFAdd(ctx(t), "k", strings.Repeat("x", 1000)).Err(); err != nil {
+		t.Fatalf("argument under the limit: %v", err)
+	}
+}

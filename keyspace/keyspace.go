@@ -369,6 +369,24 @@ func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
 	return keys, expires
 }
 
+// Due lists up to max keys of a database whose expiry time has passed, for
+// the active expiry that proposes their deletion.
+func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
+	d := k.db(dbi)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var out [][]byte
+	for key, v := range d.keys {
+		if len(out) >= max {
+			break
+		}
+		if v.expired(now) {
+			out = append(out, []byte(key))
+		}
+	}
+	return out
+}
+
 // Range calls fn for every key of a database, in sorted order, under the
 // read lock. fn must not call back into the keyspace.
 func (k *Keyspace) Range(dbi uint8, fn func(key string, v *Value) bool) {

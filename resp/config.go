@@ -122,6 +122,9 @@ var serverParams = map[string]string{
 	"port":        "",
 	"requirepass": "",
 	"maxclients":  "",
+
+	"proto-max-bulk-len":        "",
+	"client-query-buffer-limit": "",
 }
 
 // configGet returns name/value pairs matching the glob patterns.
@@ -154,6 +157,10 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 			v = portOf(s.opts.Addr)
 		case "maxclients":
 			v = strconv.Itoa(s.opts.MaxClients)
+		case "proto-max-bulk-len":
+			v = strconv.FormatInt(s.opts.Limits.MaxBulk, 10)
+		case "client-query-buffer-limit":
+			v = strconv.Itoa(s.opts.Limits.MaxQueryBuffer)
 		case "requirepass":
 			continue // never echoed
 		}

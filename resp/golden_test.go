@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/internal/golden"
+	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -260,4 +261,36 @@ func parseScanDump(t *testing.T, reply []byte) (string, []byte) {
 	data := make([]byte, n)
 	io.ReadFull(rd, data)
 	return it, data
+}
+
+// TestActiveExpiry: a key whose expiry passed is removed from the keyspace
+// (not just hidden from reads) without any command touching it.
+func TestActiveExpiry(t *testing.T) {
+	clk := newClock()
+	store := memstore.New()
+	srv := resp.New(resp.Options{Addr: "127.0.0.1:0", Now: clk.now, ExpireInterval: time.Millisecond}, store)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	cl := dial(t, srv)
+	cl.do(t, [][]byte{[]byte("BF.ADD"), []byte("e"), []byte("x")})
+	cl.do(t, [][]byte{[]byte("PEXPIRE"), []byte("e"), []byte("50")})
+	present := func() bool {
+		found := false
+		store.State().Range(0, func(key string, _ *keyspace.Value) bool { found = true; return false })
+		return found
+	}
+	if !present() {
+		t.Fatal("key missing before it expired")
+	}
+	clk.advance(100)
+	deadline := time.Now().Add(10 * time.Second)
+	for present() {
+		if time.Now().After(deadline) {
+			t.Fatal("expired key was never removed")
+		}
+		time.Sleep(time.Millisecond) // polling the expiry loop's effect
+	}
 }

@@ -71,6 +71,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock stamped into commands. Default time.Now.
 	Now func() time.Time
+	// ExpireInterval is how often keys whose expiry passed are deleted
+	// through the log (reads already ignore them). Default 100ms.
+	ExpireInterval time.Duration
 }
 
 func (o *Options) ensureDefaults() {
@@ -93,6 +96,9 @@ func (o *Options) ensureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.ExpireInterval <= 0 {
+		o.ExpireInterval = 100 * time.Millisecond
+	}
 	if o.Module == nil {
 		m := DefaultModuleConfig()
 		o.Module = &m
@@ -108,6 +114,7 @@ type Server struct {
 	start   time.Time
 
 	ln      net.Listener
+	stop    chan struct{}
 	mu      sync.Mutex
 	clients map[int64]*session
 	nextID  atomic.Int64
@@ -122,7 +129,7 @@ type Server struct {
 // New creates a server; call Serve or ListenAndServe.
 func New(opts Options, b Backend) *Server {
 	opts.ensureDefaults()
-	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now()}
+	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
 	s.module.cfg = *opts.Module
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
@@ -148,6 +155,11 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close.
 func (s *Server) Serve() error {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.expireLoop()
+	}()
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -170,7 +182,10 @@ func (s *Server) Serve() error {
 
 // Close stops accepting, closes every connection and waits for them.
 func (s *Server) Close() error {
-	s.closed.Store(true)
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.stop)
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()

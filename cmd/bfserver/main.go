@@ -23,6 +23,7 @@ type config struct {
 	maxFilterBytes uint64
 	stale          bool
 	logFormat      string
+	limits         resp.Limits
 	module         resp.ModuleConfig
 }
 
@@ -35,6 +36,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.Int64Var(&c.limits.MaxBulk, "proto-max-bulk-len", 512<<20, "longest argument a client may send")
+	fs.Int64Var(&c.limits.MaxArgs, "proto-max-multibulk-len", 1<<20, "most arguments in one command")
+	fs.IntVar(&c.limits.MaxInline, "proto-inline-max-size", 64<<10, "longest inline command or length line")
+	fs.IntVar(&c.limits.MaxQueryBuffer, "client-query-buffer-limit", 1<<30, "most unparsed bytes buffered per client")
 	fs.Float64Var(&c.module.BFErrorRate, "bf-error-rate", c.module.BFErrorRate, "default error rate of auto-created Bloom filters")
 	fs.Int64Var(&c.module.BFInitialSize, "bf-initial-size", c.module.BFInitialSize, "default capacity of auto-created Bloom filters")
 	fs.Int64Var(&c.module.BFExpansion, "bf-expansion-factor", c.module.BFExpansion, "default Bloom expansion (0 = non-scaling)")
@@ -67,7 +72,7 @@ func main() {
 	}
 	log := slog.New(h)
 	srv := resp.New(resp.Options{
-		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients,
+		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
 		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
 	}, memstore.New())
 	if err := srv.Listen(); err != nil {

@@ -1,0 +1,42 @@
+package resp
+
+import (
+	"context"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+)
+
+// expireLoop deletes keys whose expiry passed, as Redis's active expiry
+// does, by proposing ExpireDue commands: every replica then removes them at
+// the same point of the log. In a cluster only the leader proposes.
+func (s *Server) expireLoop() {
+	t := time.NewTicker(s.opts.ExpireInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if s.cluster != nil && !s.cluster.IsLeader() {
+			continue
+		}
+		now := s.opts.Now().UnixMilli()
+		var cmds []*command.Cmd
+		for db := 0; db < keyspace.NumDBs; db++ {
+			if keys := s.backend.State().Due(uint8(db), now, 1000); len(keys) > 0 {
+				cmds = append(cmds, &command.Cmd{Op: command.ExpireDue, DB: uint8(db), Now: now, Keys: keys})
+			}
+		}
+		if len(cmds) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+		if _, err := s.backend.Write(ctx, cmds); err != nil {
+			s.opts.Logger.Debug("active expiry", "err", err)
+		}
+		cancel()
+	}
+}
