@@ -104,11 +104,12 @@ type Bloom struct {
 	recip uint64 // floor((2^64−1)/mod), for division-free remainders
 	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
 	words []uint64
+	Dirty
 }
 
 // NewBloom allocates a zeroed filter with the given parameters.
 func NewBloom(p BloomParams) *Bloom {
-	b := &Bloom{BloomParams: p, words: make([]uint64, (p.Bytes+7)/8)}
+	b := &Bloom{BloomParams: p, words: make([]uint64, (p.Bytes+7)/8), Dirty: newDirty(p.Bytes)}
 	b.mod = p.Bits
 	if p.N2 > 0 {
 		b.mod = uint64(1) << p.N2
@@ -182,6 +183,7 @@ func (b *Bloom) Add(h Hash) bool {
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
 			atomic.OrUint64(w, mask)
+			b.mark(x >> 3)
 			flipped = true
 		}
 	}
@@ -206,6 +208,7 @@ func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 // WriteBytes overwrites the bit array at byte offset off (LOADCHUNK). The
 // caller has checked the range.
 func (b *Bloom) WriteBytes(src []byte, off uint64) {
+	b.markRange(off, uint64(len(src)))
 	i := 0
 	for i < len(src) {
 		pos := off + uint64(i)

@@ -25,13 +25,27 @@ func AltHash(fp uint8, index uint64) uint64 { return index ^ uint64(fp)*0x5bd1e9
 type CuckooTable struct {
 	NumBuckets uint32
 	BucketSize uint8
-	Data       []byte
+	Data       []byte // read freely; write only through Set and Write
+	Dirty
 }
 
 // NewCuckooTable allocates an empty sub-filter.
 func NewCuckooTable(numBuckets uint32, bucketSize uint8) *CuckooTable {
+	n := int(numBuckets) * int(bucketSize)
 	return &CuckooTable{NumBuckets: numBuckets, BucketSize: bucketSize,
-		Data: make([]byte, int(numBuckets)*int(bucketSize))}
+		Data: make([]byte, n), Dirty: newDirty(uint64(n))}
+}
+
+// Set stores fingerprint fp (0 clears) in slot i.
+func (t *CuckooTable) Set(i int, fp uint8) {
+	t.Data[i] = fp
+	t.mark(uint64(i))
+}
+
+// Write copies src into the slots from off (LOADCHUNK, RESTORE, loading).
+func (t *CuckooTable) Write(off int, src []byte) {
+	copy(t.Data[off:], src)
+	t.markRange(uint64(off), uint64(len(src)))
 }
 
 // index is SubCF_GetIndex, including its truncation to 32 bits.
@@ -76,10 +90,10 @@ func (t *CuckooTable) Count(l Lookup) uint64 {
 // Delete clears the first matching slot, bucket H1 first.
 func (t *CuckooTable) Delete(l Lookup) bool {
 	for _, h := range [2]uint64{l.H1, l.H2} {
-		b := t.bucket(h)
-		for i, s := range b {
-			if s == l.FP {
-				b[i] = 0
+		base := t.index(h)
+		for i := uint32(0); i < uint32(t.BucketSize); i++ {
+			if t.Data[base+i] == l.FP {
+				t.Set(int(base+i), 0)
 				return true
 			}
 		}
@@ -111,14 +125,17 @@ func (t *CuckooTable) KickInsert(l Lookup, maxIterations uint16) bool {
 	fp := l.FP
 	victim := uint32(0)
 	ii := uint32(l.H1 % n)
+	swap := func(i uint32) {
+		old := t.Data[i]
+		t.Set(int(i), fp)
+		fp = old
+	}
 	for c := uint16(0); c < maxIterations; c++ {
-		slot := &t.Data[ii*bs+victim]
-		*slot, fp = fp, *slot
+		swap(ii*bs + victim)
 		ii = uint32(AltHash(fp, uint64(ii)) % n)
-		b := t.Data[ii*bs : ii*bs+bs]
-		for j := range b {
-			if b[j] == 0 {
-				b[j] = fp
+		for j := ii * bs; j < ii*bs+bs; j++ {
+			if t.Data[j] == 0 {
+				t.Set(int(j), fp)
 				return true
 			}
 		}
@@ -127,8 +144,7 @@ func (t *CuckooTable) KickInsert(l Lookup, maxIterations uint16) bool {
 	for c := uint16(0); c < maxIterations; c++ {
 		victim = (victim + bs - 1) % bs
 		ii = uint32(AltHash(fp, uint64(ii)) % n)
-		slot := &t.Data[ii*bs+victim]
-		*slot, fp = fp, *slot
+		swap(ii*bs + victim)
 	}
 	return false
 }

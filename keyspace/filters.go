@@ -201,9 +201,10 @@ func (k *Keyspace) cfDel(c *command.Cmd) Result {
 	if err != nil || v == nil {
 		return Result{Err: ErrCFNotFound}
 	}
+	before := v.Cuckoo.Info().NumFilters
 	ok := v.Cuckoo.Delete(c.Items[0])
 	if ok {
-		k.changed(c.DB, string(c.Key))
+		k.cuckooChanged(c, v, before)
 	}
 	return Result{Ints: []int64{b2i(ok)}}
 }
@@ -213,9 +214,21 @@ func (k *Keyspace) cfCompact(c *command.Cmd) Result {
 	if err != nil || v == nil {
 		return Result{Err: ErrCompactNotFound}
 	}
+	before := v.Cuckoo.Info().NumFilters
 	v.Cuckoo.Compact()
-	k.changed(c.DB, string(c.Key))
+	k.cuckooChanged(c, v, before)
 	return Result{}
+}
+
+// cuckooChanged records a modified cuckoo filter; one that lost sub-filters
+// to compaction is rewritten whole, so no stale chunk of a dropped
+// sub-filter stays in the stored image.
+func (k *Keyspace) cuckooChanged(c *command.Cmd, v *Value, before uint64) {
+	if v.Cuckoo.Info().NumFilters < before {
+		k.replaced(c.DB, string(c.Key))
+	} else {
+		k.changed(c.DB, string(c.Key))
+	}
 }
 
 func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {

@@ -59,9 +59,15 @@ type db struct {
 // readers.
 type Keyspace struct {
 	dbs [NumDBs]db
-	// Changed, if set, is called under Apply for every key whose value was
-	// created, modified or removed, so a persistence layer can track dirt.
-	Changed func(db uint8, key string)
+	// dirty lists the keys changed since the last TakeChanges, true when the
+	// stored image of the key must be rewritten whole. Only Apply writes it;
+	// nil until TrackChanges (a keyspace nobody persists tracks nothing).
+	dirty map[dirtyKey]bool
+}
+
+type dirtyKey struct {
+	db  uint8
+	key string
 }
 
 // New returns an empty keyspace.
@@ -116,9 +122,18 @@ func (k *Keyspace) Lookup(dbi uint8, key []byte, now int64) *Value {
 	return d.lookup(key, now)
 }
 
+// changed records that a key's value was modified in place.
 func (k *Keyspace) changed(dbi uint8, key string) {
-	if k.Changed != nil {
-		k.Changed(dbi, key)
+	if k.dirty != nil {
+		dk := dirtyKey{dbi, key}
+		k.dirty[dk] = k.dirty[dk] || false
+	}
+}
+
+// replaced records that a key now holds another value, or none.
+func (k *Keyspace) replaced(dbi uint8, key string) {
+	if k.dirty != nil {
+		k.dirty[dirtyKey{dbi, key}] = true
 	}
 }
 
@@ -139,7 +154,7 @@ func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 	d.mu.Lock()
 	d.keys[key] = v
 	d.mu.Unlock()
-	k.changed(dbi, key)
+	k.replaced(dbi, key)
 }
 
 func (k *Keyspace) remove(dbi uint8, key string) bool {
@@ -149,7 +164,7 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 	delete(d.keys, key)
 	d.mu.Unlock()
 	if ok {
-		k.changed(dbi, key)
+		k.replaced(dbi, key)
 	}
 	return ok
 }
@@ -235,7 +250,7 @@ func (k *Keyspace) flush(dbi uint8) {
 	d.keys = make(map[string]*Value)
 	d.mu.Unlock()
 	for key := range old {
-		k.changed(dbi, key)
+		k.replaced(dbi, key)
 	}
 }
 
@@ -298,8 +313,8 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	delete(d.keys, string(c.Key))
 	d.keys[string(c.Dst)] = v
 	d.mu.Unlock()
-	k.changed(c.DB, string(c.Key))
-	k.changed(c.DB, string(c.Dst))
+	k.replaced(c.DB, string(c.Key))
+	k.replaced(c.DB, string(c.Dst))
 	return Result{Int: 1}
 }
 
@@ -385,6 +400,14 @@ func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
 		}
 	}
 	return out
+}
+
+// Put installs a value outside the log (loading a stored image).
+func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
+	d := k.db(dbi)
+	d.mu.Lock()
+	d.keys[key] = v
+	d.mu.Unlock()
 }
 
 // Range calls fn for every key of a database, in sorted order, under the

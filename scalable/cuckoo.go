@@ -161,7 +161,7 @@ func (c *Cuckoo) Insert(item []byte, nx bool, maxBytes uint64) InsertResult {
 	for {
 		for i := len(c.filters) - 1; i >= 0; i-- {
 			if s := c.filters[i].FreeSlot(l); s >= 0 {
-				c.filters[i].Data[s] = l.FP
+				c.filters[i].Set(s, l.FP)
 				c.numItems++
 				return Inserted
 			}
@@ -229,8 +229,8 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 			moved := false
 			for j := 0; j < fi; j++ {
 				if slot := c.filters[j].FreeSlot(l); slot >= 0 {
-					c.filters[j].Data[slot] = fp
-					t.Data[b*bs+s] = 0
+					c.filters[j].Set(slot, fp)
+					t.Set(int(b*bs+s), 0)
 					moved = true
 					break
 				}
@@ -246,6 +246,10 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 	}
 	return ok
 }
+
+// Tables returns the sub-filters, oldest first, for persisting their bytes.
+// The caller must exclude writers.
+func (c *Cuckoo) Tables() []*engine.CuckooTable { return c.filters }
 
 // CuckooInfo is what CF.INFO and CF.DEBUG report.
 type CuckooInfo struct {
@@ -380,7 +384,7 @@ func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
 		if int64(len(data)) > size-off {
 			return ErrBadCuckooChunk
 		}
-		copy(t.Data[off:], data)
+		t.Write(int(off), data)
 		return nil
 	}
 	return ErrBadCuckooChunk

@@ -124,7 +124,7 @@ func CuckooFromRDB(r *rdb.Reader, maxBytes uint64) (*Cuckoo, error) {
 		if r.Err() != nil || n != uint64(t.NumBuckets) || len(data) != len(t.Data) {
 			return nil, ErrBadHeader
 		}
-		copy(t.Data, data)
+		t.Write(0, data)
 	}
 	return c, nil
 }

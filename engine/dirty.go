@@ -1,0 +1,53 @@
+package engine
+
+// ChunkSize is the granularity at which changes to a bit or bucket array
+// are tracked, so that a persistence layer rewrites only what changed.
+const ChunkSize = 64 << 10
+
+// Dirty records which ChunkSize regions of an array changed since the last
+// Take. Only the single writer marks it; whoever calls Take must exclude
+// that writer (the state machine's apply lock does).
+type Dirty struct{ bits []uint64 }
+
+func newDirty(size uint64) Dirty {
+	chunks := (size + ChunkSize - 1) / ChunkSize
+	return Dirty{bits: make([]uint64, (chunks+63)/64)}
+}
+
+// mark flags the chunk holding byte offset off.
+func (d *Dirty) mark(off uint64) {
+	c := off / ChunkSize
+	d.bits[c>>6] |= 1 << (c & 63)
+}
+
+func (d *Dirty) markRange(off, n uint64) {
+	if n == 0 {
+		return
+	}
+	for c := off / ChunkSize; c <= (off+n-1)/ChunkSize; c++ {
+		d.bits[c>>6] |= 1 << (c & 63)
+	}
+}
+
+// TakeDirty calls fn for each changed chunk index, in order, and clears the
+// record.
+func (d *Dirty) TakeDirty(fn func(chunk uint64)) {
+	for w, v := range d.bits {
+		for v != 0 {
+			b := uint64(0)
+			for v&(1<<b) == 0 {
+				b++
+			}
+			fn(uint64(w)*64 + b)
+			v &^= 1 << b
+		}
+		d.bits[w] = 0
+	}
+}
+
+// MarkAll flags every chunk (a value that must be written whole).
+func (d *Dirty) MarkAll() {
+	for i := range d.bits {
+		d.bits[i] = ^uint64(0)
+	}
+}
