@@ -30,6 +30,9 @@ const (
 	Restore     Op = 16
 	ExpireDue   Op = 17 // the leader's active expiry: delete keys whose time passed
 	Copy        Op = 18
+	// Membership: applied by the replication layer, not the keyspace.
+	SetMember Op = 19 // Key: node id, Data: its RESP address
+	DelMember Op = 20 // Key: node id
 )
 
 // Read operations: answered from local state, or inside EXEC.

@@ -37,9 +37,12 @@ func TestMain(m *testing.M) {
 
 // node is one running bfserver process.
 type node struct {
-	t    testing.TB
-	cmd  *exec.Cmd
-	addr string
+	t        testing.TB
+	cmd      *exec.Cmd
+	addr     string
+	raftAddr string
+	dataDir  string
+	args     []string
 }
 
 func freeAddr(t testing.TB) string {
@@ -51,25 +54,37 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// start launches the binary and waits until it answers PING.
+// start launches a single durable node in a fresh data directory and waits
+// until it answers PING.
 func start(t testing.TB, args ...string) *node {
 	t.Helper()
-	n := &node{t: t, addr: freeAddr(t)}
-	n.cmd = exec.Command(binary, append([]string{"--addr", n.addr}, args...)...)
+	n := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), args: args}
+	n.launch()
+	return n
+}
+
+// launch (re)starts the process with the node's flags.
+func (n *node) launch() {
+	n.t.Helper()
+	args := append([]string{"--addr", n.addr, "--raft-addr", n.raftAddr, "--data-dir", n.dataDir}, n.args...)
+	n.cmd = exec.Command(binary, args...)
 	n.cmd.Stderr = os.Stderr
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
+	if os.Getenv("BFSERVER_TEST_QUIET") != "" {
+		n.cmd.Stderr = nil
 	}
-	t.Cleanup(n.kill)
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(n.kill)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", n.addr, time.Second)
 		if err == nil {
 			c.Close()
-			return n
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bfserver on %s did not start: %v", n.addr, err)
+			n.t.Fatalf("bfserver on %s did not start: %v", n.addr, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the listener
 	}
@@ -77,9 +92,18 @@ func start(t testing.TB, args ...string) *node {
 
 // kill ends the process with SIGKILL, by PID.
 func (n *node) kill() {
-	if n.cmd.ProcessState == nil {
+	if n.cmd != nil && n.cmd.ProcessState == nil {
 		syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL)
 		n.cmd.Wait()
+	}
+}
+
+// stop ends the process with SIGTERM and waits for a clean exit.
+func (n *node) stop() {
+	n.t.Helper()
+	syscall.Kill(n.cmd.Process.Pid, syscall.SIGTERM)
+	if err := n.cmd.Wait(); err != nil {
+		n.t.Fatalf("bfserver exited uncleanly: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -67,6 +68,39 @@ func FuzzDecodeDump(f *testing.F) {
 		v, err := decodeDump(p, 1<<20)
 		if err == nil && MemoryUsage(v) > 1<<21 {
 			t.Fatalf("decoded %d bytes past the cap", MemoryUsage(v))
+		}
+	})
+}
+
+func TestResultsRoundTrip(t *testing.T) {
+	in := []Result{
+		{},
+		{Err: ErrWrongType},
+		{Ints: []int64{1, 0, -1}, Tail: ErrNonScalingFull},
+		{Int: -7, Bytes: []byte{}, Null: false},
+		{Null: true},
+		{List: [][]byte{[]byte("a"), {}}},
+		{BF: &BFInfo{Capacity: 100, Size: 240, Filters: 1, Items: 3, Expansion: 2, NonScaling: true}},
+	}
+	k := New()
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("x")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
+	in = append(in, k.Read(&command.Cmd{Op: command.CFInfo, Key: []byte("c")}))
+	out, err := DecodeResults(EncodeResults(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+}
+
+func FuzzDecodeResults(f *testing.F) {
+	f.Add(EncodeResults([]Result{{Ints: []int64{1}}, {Err: ErrNotFound}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if rs, err := DecodeResults(b); err == nil {
+			if _, err := DecodeResults(EncodeResults(rs)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

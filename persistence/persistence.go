@@ -230,11 +230,25 @@ const snapMagic = "bfsnap1\n"
 // headroom, or a string value of the same size.
 const maxRecord = 1 << 30
 
+// Snapshot is a frozen point-in-time view of the image.
+type Snapshot struct{ snap *pebble.Snapshot }
+
+// NewSnapshot freezes the image as it is now; later writes do not show.
+func (s *Store) NewSnapshot() *Snapshot { return &Snapshot{snap: s.db.NewSnapshot()} }
+
+// Close releases the view.
+func (s *Snapshot) Close() error { return s.snap.Close() }
+
 // WriteSnapshot streams a point-in-time copy of the whole image.
 func (s *Store) WriteSnapshot(w io.Writer) error {
-	snap := s.db.NewSnapshot()
+	snap := s.NewSnapshot()
 	defer snap.Close()
-	it, err := snap.NewIter(nil)
+	return snap.Stream(w)
+}
+
+// Stream writes the frozen image.
+func (s *Snapshot) Stream(w io.Writer) error {
+	it, err := s.snap.NewIter(nil)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package resp
 import (
 	"errors"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -75,24 +76,16 @@ var wireErrors = map[error]string{
 	keyspace.ErrUnknownOp:       "ERR unknown operation in log entry",
 }
 
-// ErrNoLeader and ErrUnknownOutcome are what a Backend returns when the
-// cluster cannot serve a command, or a write's fate is unknown.
-var (
-	ErrNoLeader       = errors.New("no leader")
-	ErrUnknownOutcome = errors.New("outcome unknown")
-	ErrTimeout        = errors.New("timeout")
-)
-
 func wireError(err error) string {
 	if s, ok := wireErrors[err]; ok {
 		return s
 	}
 	switch {
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, command.ErrNoLeader):
 		return msgClusterDown
-	case errors.Is(err, ErrUnknownOutcome):
+	case errors.Is(err, command.ErrUnknownOutcome):
 		return msgUnknownOutcome
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, command.ErrTimeout):
 		return msgTimeout
 	}
 	return "ERR " + err.Error()

@@ -41,8 +41,13 @@ type Cluster interface {
 	Join(ctx context.Context, id, raftAddr, respAddr string) error
 	Remove(ctx context.Context, id string) error
 	Members() ([][3]string, error)
-	// IsLeader reports whether this node leads (INFO role, HELLO role).
+	// IsLeader reports whether this node leads.
 	IsLeader() bool
+	// Forward proposes a batch a peer forwarded (on the leader) and returns
+	// its log index and encoded results.
+	Forward(ctx context.Context, batch []byte) (uint64, []byte, error)
+	// ReadIndex is the leader's confirmed commit index, for peers' reads.
+	ReadIndex(ctx context.Context) (uint64, error)
 }
 
 // Options configure a Server. Zero values take the documented defaults.

@@ -7,17 +7,29 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/bfserver/bfserver/memstore"
+	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
 )
 
 type config struct {
 	addr           string
+	raftAddr       string
+	dataDir        string
+	nodeID         string
+	join           string
+	fsync          string
+	flushInterval  time.Duration
+	snapThreshold  uint64
+	inMemory       bool
 	requirePass    string
 	maxClients     int
 	maxFilterBytes uint64
@@ -31,6 +43,14 @@ func parseFlags(args []string) (*config, error) {
 	c := &config{module: resp.DefaultModuleConfig()}
 	fs := flag.NewFlagSet("bfserver", flag.ContinueOnError)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6379", "RESP listen address")
+	fs.StringVar(&c.raftAddr, "raft-addr", "", "Raft listen address (default: RESP port + 10000)")
+	fs.StringVar(&c.dataDir, "data-dir", "bfdata", "directory for the Raft log, snapshots and filter image")
+	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
+	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
+	fs.StringVar(&c.fsync, "fsync", "always", "log durability: always, everysec or no")
+	fs.DurationVar(&c.flushInterval, "flush-interval", 5*time.Second, "how often changed filter chunks are written to the image")
+	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
@@ -58,6 +78,17 @@ func parseFlags(args []string) (*config, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if c.raftAddr == "" {
+		host, port, err := net.SplitHostPort(c.addr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("--addr port: %w", err)
+		}
+		c.raftAddr = net.JoinHostPort(host, strconv.Itoa(p+10000))
+	}
 	return c, nil
 }
 
@@ -71,15 +102,32 @@ func main() {
 		h = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	log := slog.New(h)
+	var backend resp.Backend
+	var node *replication.Node
+	if c.inMemory {
+		backend = memstore.New()
+	} else {
+		var err error
+		node, err = replication.Open(replication.Options{
+			NodeID: c.nodeID, RaftAddr: c.raftAddr, RESPAddr: c.addr, DataDir: c.dataDir,
+			Join: c.join, Password: c.requirePass, Fsync: c.fsync, FlushInterval: c.flushInterval,
+			SnapshotThreshold: c.snapThreshold, MaxFilterBytes: c.maxFilterBytes, Logger: log,
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bfserver:", err)
+			os.Exit(1)
+		}
+		backend = node
+	}
 	srv := resp.New(resp.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
 		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
-	}, memstore.New())
+	}, backend)
 	if err := srv.Listen(); err != nil {
 		fmt.Fprintln(os.Stderr, "bfserver:", err)
 		os.Exit(1)
 	}
-	log.Info("bfserver ready", "addr", srv.Addr().String())
+	log.Info("bfserver ready", "addr", srv.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "in_memory", c.inMemory)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -87,7 +135,13 @@ func main() {
 		log.Info("shutting down", "signal", s.String())
 		srv.Close()
 	}()
-	if err := srv.Serve(); err != nil {
+	err = srv.Serve()
+	if node != nil {
+		if cerr := node.Close(); cerr != nil {
+			log.Error("closing the node", "err", cerr)
+		}
+	}
+	if err != nil {
 		log.Error("serve", "err", err)
 		os.Exit(1)
 	}

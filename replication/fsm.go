@@ -1,0 +1,214 @@
+package replication
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/persistence"
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the replicated state machine: it decodes log entries and applies
+// them to the keyspace, skipping those its stored image already covers.
+//
+// Locks: mu excludes Apply from taking changes for the image and from
+// swapping in a restored keyspace; readers never take it. flushMu orders
+// image writes, so an older batch can never land after a newer one.
+type fsm struct {
+	mu      sync.Mutex
+	flushMu sync.Mutex
+	ks      atomic.Pointer[keyspace.Keyspace]
+	store   *persistence.Store
+	// persisted is the index the stored image covered at load: entries at
+	// or below it are already in the keyspace and must not apply twice
+	// (CF.ADD and CF.DEL are not idempotent).
+	persisted uint64
+	applied   atomic.Uint64
+	members   map[string]string // node id → RESP address; under mu
+
+	wmu     sync.Mutex
+	advance chan struct{} // closed and replaced whenever applied moves
+	syncLog func() error  // forces the raft log to disk before an image write
+}
+
+const membersKey = "members"
+
+func newFSM(store *persistence.Store) (*fsm, error) {
+	f := &fsm{store: store, advance: make(chan struct{}), members: map[string]string{}}
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// load replaces the state with the stored image.
+func (f *fsm) load() error {
+	ks, applied, err := f.store.Load()
+	if err != nil {
+		return err
+	}
+	members := map[string]string{}
+	if raw, err := f.store.Extra(membersKey); err != nil {
+		return err
+	} else if raw != nil {
+		if err := json.Unmarshal(raw, &members); err != nil {
+			return fmt.Errorf("stored members: %w", err)
+		}
+	}
+	ks.TrackChanges()
+	f.mu.Lock()
+	f.ks.Store(ks)
+	f.persisted = applied
+	f.members = members
+	f.mu.Unlock()
+	f.setApplied(applied)
+	return nil
+}
+
+func (f *fsm) setApplied(i uint64) {
+	f.applied.Store(i)
+	f.wmu.Lock()
+	close(f.advance)
+	f.advance = make(chan struct{})
+	f.wmu.Unlock()
+}
+
+// waitApplied returns once the local state includes index i.
+func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
+	for {
+		f.wmu.Lock()
+		ch := f.advance
+		f.wmu.Unlock()
+		if f.applied.Load() >= i {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// applyResult is what Apply returns through raft's future.
+type applyResult struct {
+	results []keyspace.Result
+}
+
+// Apply implements raft.FSM.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if l.Index <= f.persisted {
+		if l.Index > f.applied.Load() {
+			f.setApplied(l.Index)
+		}
+		return applyResult{}
+	}
+	cmds, err := command.DecodeBatch(l.Data)
+	if err != nil {
+		// Applying anything else would let this node diverge from its peers.
+		panic(fmt.Sprintf("replication: log entry %d does not decode: %v", l.Index, err))
+	}
+	out := make([]keyspace.Result, len(cmds))
+	f.mu.Lock()
+	ks := f.ks.Load()
+	for i, c := range cmds {
+		switch c.Op {
+		case command.SetMember:
+			f.members[string(c.Key)] = string(c.Data)
+		case command.DelMember:
+			delete(f.members, string(c.Key))
+		default:
+			out[i] = ks.Apply(c)
+		}
+	}
+	f.mu.Unlock()
+	f.setApplied(l.Index)
+	return applyResult{results: out}
+}
+
+// StoreConfiguration implements raft.ConfigurationStore. Membership
+// entries carry no data for the keyspace, but they take log indexes that a
+// read may wait for, so applied must move past them too.
+func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
+	if index > f.applied.Load() {
+		f.setApplied(index)
+	}
+}
+
+// flush writes every change since the last flush, and the index it reaches,
+// to the image.
+func (f *fsm) flush() error {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	f.mu.Lock()
+	changes := f.ks.Load().TakeChanges()
+	idx := f.applied.Load()
+	members, _ := json.Marshal(f.members)
+	f.mu.Unlock()
+	if f.syncLog != nil {
+		// The image must never be ahead of the log it was built from.
+		if err := f.syncLog(); err != nil {
+			return err
+		}
+	}
+	return f.store.Write(changes, map[string][]byte{membersKey: members}, idx)
+}
+
+func (f *fsm) memberAddr(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.members[id]
+}
+
+func (f *fsm) memberList() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]string, len(f.members))
+	for k, v := range f.members {
+		out[k] = v
+	}
+	return out
+}
+
+// Snapshot implements raft.FSM: raft calls it between Applies, so after the
+// flush the image is exactly at the applied index, and a Pebble snapshot
+// freezes it for Persist while Apply goes on.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.flush(); err != nil {
+		return nil, err
+	}
+	return &snapshot{snap: f.store.NewSnapshot()}, nil
+}
+
+// Restore implements raft.FSM: the stream replaces the image atomically and
+// a fresh keyspace is loaded from it and swapped in.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	if err := f.store.ReadSnapshot(rc); err != nil {
+		return err
+	}
+	return f.load()
+}
+
+type snapshot struct{ snap *persistence.Snapshot }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.snap.Stream(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() { s.snap.Close() }

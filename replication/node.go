@@ -1,0 +1,699 @@
+// Package replication runs the Raft node: hashicorp/raft with a
+// raft-boltdb/v2 log, the state machine over keyspace and persistence,
+// group commit, forwarding of writes from followers, linearizable read
+// barriers and membership. A single node is a one-voter cluster: the same
+// code path from one node to many.
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/persistence"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Fsync policies for the Raft log, like Redis's appendfsync.
+const (
+	FsyncAlways   = "always"   // fsync before a write is acknowledged
+	FsyncEverySec = "everysec" // fsync once a second: a crash of the machine may lose up to a second
+	FsyncNo       = "no"       // leave it to the OS
+)
+
+// Options configure a Node. Zero values take the documented defaults.
+type Options struct {
+	// NodeID names this member. Default: RaftAddr.
+	NodeID string
+	// RaftAddr is the address Raft listens on and advertises. Required.
+	RaftAddr string
+	// RESPAddr is this node's client address, told to peers so they can
+	// forward writes here. Required.
+	RESPAddr string
+	// DataDir holds the Raft log, snapshots and the Pebble image. Required.
+	DataDir string
+	// Join is the RESP address of any member to join through when this node
+	// is not in a cluster yet. Empty: a new node bootstraps a cluster of one.
+	Join string
+	// Password authenticates RESP connections to peers (their requirepass).
+	Password string
+	// Fsync is the log's durability policy. Default FsyncAlways.
+	Fsync string
+	// FlushInterval is how often changed chunks are written to the image.
+	// Default 5s.
+	FlushInterval time.Duration
+	// SnapshotThreshold is the number of log entries after which a snapshot
+	// lets the log be truncated. Default 8192.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many entries stay after a snapshot, so a briefly
+	// absent follower catches up from the log. Default 10240.
+	TrailingLogs uint64
+	// HeartbeatTimeout and ElectionTimeout tune failure detection.
+	// Default 500ms each.
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	// MaxFilterBytes caps forwarded commands the way the RESP layer caps
+	// local ones. Default 512 MiB.
+	MaxFilterBytes uint64
+	// Logger receives events; Raft's own logs are routed through it.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) ensureDefaults() error {
+	if o.RaftAddr == "" || o.RESPAddr == "" || o.DataDir == "" {
+		return errors.New("replication: RaftAddr, RESPAddr and DataDir are required")
+	}
+	if o.NodeID == "" {
+		o.NodeID = o.RaftAddr
+	}
+	switch o.Fsync {
+	case "":
+		o.Fsync = FsyncAlways
+	case FsyncAlways, FsyncEverySec, FsyncNo:
+	default:
+		return fmt.Errorf("replication: fsync must be always, everysec or no, not %q", o.Fsync)
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 5 * time.Second
+	}
+	if o.SnapshotThreshold == 0 {
+		o.SnapshotThreshold = 8192
+	}
+	if o.TrailingLogs == 0 {
+		o.TrailingLogs = 10240
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 500 * time.Millisecond
+	}
+	if o.ElectionTimeout <= 0 {
+		o.ElectionTimeout = 500 * time.Millisecond
+	}
+	if o.MaxFilterBytes == 0 {
+		o.MaxFilterBytes = 512 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Node is one member of the cluster. It implements resp.Backend and
+// resp.Cluster.
+type Node struct {
+	opts      Options
+	raft      *raft.Raft
+	fsm       *fsm
+	store     *persistence.Store
+	logs      *raftboltdb.BoltStore
+	trans     *raft.NetworkTransport
+	snaps     *raft.FileSnapshotStore
+	peers     *peerPool
+	proposals chan *proposal
+	reads     *coalescer
+	log       *slog.Logger
+
+	// readyGen is the leadership generation whose barrier has committed: a
+	// new leader serves reads only after an entry of its own term commits.
+	leaderGen atomic.Uint64
+	readyGen  atomic.Uint64
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	shutOnce sync.Once
+}
+
+// Open starts a node: it loads the stored image, recovers a newer snapshot
+// if a crash left one unapplied, and starts Raft.
+func Open(opts Options) (*Node, error) {
+	if err := opts.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts, log: opts.Logger, proposals: make(chan *proposal, 1024), stop: make(chan struct{})}
+	n.peers = newPeerPool(opts.Password)
+	n.reads = newCoalescer(n.readIndexRound)
+	var err error
+	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
+	if n.fsm, err = newFSM(n.store); err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	if err := n.startRaft(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.wg.Add(2)
+	go n.batcher()
+	go n.background()
+	if opts.Join != "" {
+		n.wg.Add(1)
+		go n.joinLoop()
+	}
+	return n, nil
+}
+
+func (n *Node) startRaft() error {
+	o := n.opts
+	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
+	var err error
+	n.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(o.DataDir, "raft.db"), NoSync: o.Fsync != FsyncAlways})
+	if err != nil {
+		return err
+	}
+	// Whatever the policy, the log is synced before the image moves past it.
+	n.fsm.syncLog = n.logs.Sync
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(o.DataDir, "snapshots"), 2, hl); err != nil {
+		return err
+	}
+	// A crash between storing a received snapshot and installing it leaves
+	// the image behind the snapshot: install it now, before the log replays.
+	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > n.fsm.applied.Load() {
+		_, rc, err := n.snaps.Open(metas[0].ID)
+		if err != nil {
+			return err
+		}
+		if err := n.fsm.Restore(rc); err != nil {
+			return fmt.Errorf("installing snapshot %s: %w", metas[0].ID, err)
+		}
+	}
+	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
+	if err != nil {
+		return err
+	}
+	if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, addr, 4, 10*time.Second, hl); err != nil {
+		return err
+	}
+	notify := make(chan bool, 16)
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = raft.ServerID(o.NodeID)
+	cfg.Logger = hl
+	cfg.NotifyCh = notify
+	cfg.NoSnapshotRestoreOnStart = true
+	cfg.SnapshotThreshold = o.SnapshotThreshold
+	cfg.TrailingLogs = o.TrailingLogs
+	cfg.SnapshotInterval = 30 * time.Second
+	cfg.HeartbeatTimeout = o.HeartbeatTimeout
+	cfg.ElectionTimeout = o.ElectionTimeout
+	cfg.LeaderLeaseTimeout = o.HeartbeatTimeout / 2
+	cfg.CommitTimeout = 5 * time.Millisecond
+	cfg.MaxAppendEntries = 256
+	cfg.BatchApplyCh = true
+	existing, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
+	if err != nil {
+		return err
+	}
+	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logs, n.logs, n.snaps, n.trans); err != nil {
+		return err
+	}
+	if !existing && o.Join == "" {
+		boot := raft.Configuration{Servers: []raft.Server{{ID: cfg.LocalID, Address: n.trans.LocalAddr()}}}
+		if err := n.raft.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return err
+		}
+	}
+	n.wg.Add(1)
+	go n.watchLeadership(notify)
+	return nil
+}
+
+// watchLeadership marks a new leader ready for reads once an entry of its
+// own term has committed (an empty command: Raft's own barrier and no-op
+// entries never reach the state machine, so reads could not wait on their
+// indexes), and records this node's RESP address.
+func (n *Node) watchLeadership(notify <-chan bool) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-notify:
+			gen := n.leaderGen.Add(1)
+			if !leader {
+				continue
+			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var cmds []*command.Cmd
+				if n.fsm.memberAddr(n.opts.NodeID) != n.opts.RESPAddr {
+					cmds = append(cmds, &command.Cmd{Op: command.SetMember, Key: []byte(n.opts.NodeID), Data: []byte(n.opts.RESPAddr)})
+				}
+				if _, _, err := n.propose(ctx, cmds); err != nil {
+					return
+				}
+				if n.leaderGen.Load() == gen {
+					n.readyGen.Store(gen)
+				}
+			}()
+		}
+	}
+}
+
+// background flushes the image and, for everysec, syncs the log.
+func (n *Node) background() {
+	defer n.wg.Done()
+	flush := time.NewTicker(n.opts.FlushInterval)
+	defer flush.Stop()
+	sync := time.NewTicker(time.Second)
+	defer sync.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-flush.C:
+			if err := n.fsm.flush(); err != nil {
+				n.log.Error("writing the image", "err", err)
+			}
+		case <-sync.C:
+			if n.opts.Fsync == FsyncEverySec {
+				if err := n.logs.Sync(); err != nil {
+					n.log.Error("syncing the log", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// joinLoop asks the member at Join to add this node until it succeeds. It
+// never blocks start-up: a restarted member is already in the cluster even
+// when the node it joined through is down.
+func (n *Node) joinLoop() {
+	defer n.wg.Done()
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := n.peers.get(n.opts.Join).Do(ctx, "BFCLUSTER", "JOIN", n.opts.NodeID, n.opts.RaftAddr, n.opts.RESPAddr).Err()
+		cancel()
+		if err == nil {
+			n.log.Info("joined the cluster", "via", n.opts.Join)
+			return
+		}
+		if attempt%20 == 0 {
+			n.log.Warn("join failed; retrying", "via", n.opts.Join, "err", err)
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops Raft, writes the image a last time and closes the stores.
+func (n *Node) Close() error {
+	var err error
+	n.shutOnce.Do(func() {
+		close(n.stop)
+		err = n.raft.Shutdown().Error()
+		n.wg.Wait()
+		if ferr := n.fsm.flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+		n.peers.close()
+		n.trans.Close()
+		n.closeStores()
+	})
+	return err
+}
+
+func (n *Node) closeStores() {
+	if n.logs != nil {
+		n.logs.Close()
+	}
+	n.store.Close()
+}
+
+// State is the local keyspace.
+func (n *Node) State() *keyspace.Keyspace { return n.fsm.ks.Load() }
+
+// IsLeader reports whether this node leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// leaderRESP is the RESP address of the current leader, or "".
+func (n *Node) leaderRESP() (string, string) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return "", ""
+	}
+	return string(id), n.fsm.memberAddr(string(id))
+}
+
+// ---- writes ----
+
+type proposal struct {
+	cmds []*command.Cmd
+	done chan proposed
+}
+
+type proposed struct {
+	index   uint64
+	results []keyspace.Result
+	err     error
+}
+
+// maxBatch bounds the commands group-committed into one log entry.
+const maxBatch = 4096
+
+// batcher is the group commit: proposals that arrive while the previous
+// entry is being handed to Raft share the next entry.
+func (n *Node) batcher() {
+	defer n.wg.Done()
+	for {
+		var p *proposal
+		select {
+		case <-n.stop:
+			return
+		case p = <-n.proposals:
+		}
+		batch := []*proposal{p}
+		total := len(p.cmds)
+	drain:
+		for total < maxBatch {
+			select {
+			case q := <-n.proposals:
+				batch = append(batch, q)
+				total += len(q.cmds)
+			default:
+				break drain
+			}
+		}
+		all := make([]*command.Cmd, 0, total)
+		for _, q := range batch {
+			all = append(all, q.cmds...)
+		}
+		fut := n.raft.Apply(command.EncodeBatch(all), 10*time.Second)
+		go finish(fut, batch)
+	}
+}
+
+func finish(fut raft.ApplyFuture, batch []*proposal) {
+	err := fut.Error()
+	var results []keyspace.Result
+	if err == nil {
+		res, _ := fut.Response().(applyResult)
+		results = res.results
+	}
+	err = mapRaftError(err)
+	off := 0
+	for _, q := range batch {
+		r := proposed{index: fut.Index(), err: err}
+		if err == nil && off+len(q.cmds) <= len(results) {
+			r.results = results[off : off+len(q.cmds)]
+		} else if err == nil {
+			r.err = command.ErrUnknownOutcome
+		}
+		off += len(q.cmds)
+		q.done <- r
+	}
+}
+
+func mapRaftError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return command.ErrNoLeader // never appended
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return command.ErrTimeout // never appended
+	}
+	return command.ErrUnknownOutcome // appended; may or may not commit
+}
+
+// propose submits commands on the leader and waits for their results.
+func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keyspace.Result, error) {
+	p := &proposal{cmds: cmds, done: make(chan proposed, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return 0, nil, command.ErrTimeout
+	case <-n.stop:
+		return 0, nil, command.ErrNoLeader
+	}
+	select {
+	case r := <-p.done:
+		return r.index, r.results, r.err
+	case <-ctx.Done():
+		return 0, nil, command.ErrUnknownOutcome
+	}
+}
+
+// Write implements resp.Backend: propose on the leader, or forward to it;
+// either way reply only once this node has applied the entry.
+func (n *Node) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
+	for {
+		if n.IsLeader() {
+			_, res, err := n.propose(ctx, cmds)
+			if !errors.Is(err, command.ErrNoLeader) {
+				return res, err
+			}
+		} else {
+			res, err := n.forward(ctx, cmds)
+			if !errors.Is(err, command.ErrNoLeader) {
+				return res, err
+			}
+		}
+		// Known not applied, and no leader right now: wait for one.
+		if err := n.waitLeaderChange(ctx); err != nil {
+			return nil, command.ErrNoLeader
+		}
+	}
+}
+
+// waitLeaderChange polls briefly for a leader to be known.
+func (n *Node) waitLeaderChange(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stop:
+			return command.ErrNoLeader
+		case <-t.C:
+		}
+		if id, addr := n.leaderRESP(); id != "" && (addr != "" || id == n.opts.NodeID) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return command.ErrNoLeader
+		}
+	}
+}
+
+func (n *Node) forward(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
+	id, addr := n.leaderRESP()
+	if id == "" || addr == "" || id == n.opts.NodeID {
+		return nil, command.ErrNoLeader
+	}
+	reply, err := n.peers.get(addr).Do(ctx, "BFRAFT.FORWARD", command.EncodeBatch(cmds)).Slice()
+	if err != nil {
+		return nil, peerError(err)
+	}
+	if len(reply) != 2 {
+		return nil, command.ErrUnknownOutcome
+	}
+	idx, _ := reply[0].(int64)
+	raw, _ := reply[1].(string)
+	res, err := keyspace.DecodeResults([]byte(raw))
+	if err != nil || len(res) != len(cmds) {
+		return nil, command.ErrUnknownOutcome
+	}
+	if err := n.fsm.waitApplied(ctx, uint64(idx)); err != nil {
+		return nil, command.ErrUnknownOutcome
+	}
+	return res, nil
+}
+
+// peerError maps a peer's failure: its own CLUSTERDOWN means nothing was
+// proposed; a dial failure too; anything else may have been.
+func peerError(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "CLUSTERDOWN"):
+		return command.ErrNoLeader
+	case strings.Contains(msg, "connect: connection refused"), strings.Contains(msg, "dial tcp"):
+		return command.ErrNoLeader
+	}
+	return command.ErrUnknownOutcome
+}
+
+// Forward implements resp.Cluster on the leader: a follower's batch.
+func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error) {
+	cmds, err := command.DecodeBatch(batch)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, c := range cmds {
+		// Only what a RESP layer would propose may come from a peer.
+		if !c.Op.IsWrite() || c.Op == command.SetMember || c.Op == command.DelMember || c.MaxBytes > n.opts.MaxFilterBytes {
+			return 0, nil, errors.New("forwarded command not allowed")
+		}
+	}
+	if !n.IsLeader() {
+		return 0, nil, command.ErrNoLeader
+	}
+	idx, res, err := n.propose(ctx, cmds)
+	if err != nil {
+		return 0, nil, err
+	}
+	return idx, keyspace.EncodeResults(res), nil
+}
+
+// ---- reads ----
+
+// Barrier implements resp.Backend: a linearizable read waits until this
+// node has applied everything committed before it was asked.
+func (n *Node) Barrier(ctx context.Context, stale bool) error {
+	if stale {
+		return nil
+	}
+	idx, err := n.reads.do(ctx)
+	if err != nil {
+		return err
+	}
+	if err := n.fsm.waitApplied(ctx, idx); err != nil {
+		return command.ErrTimeout
+	}
+	return nil
+}
+
+// readIndexRound obtains one read index for every read waiting on it.
+func (n *Node) readIndexRound(ctx context.Context) (uint64, error) {
+	if n.IsLeader() {
+		return n.ReadIndex(ctx)
+	}
+	id, addr := n.leaderRESP()
+	if id == "" || addr == "" || id == n.opts.NodeID {
+		return 0, command.ErrNoLeader
+	}
+	v, err := n.peers.get(addr).Do(ctx, "BFRAFT.READINDEX").Int64()
+	if err != nil {
+		return 0, command.ErrNoLeader
+	}
+	return uint64(v), nil
+}
+
+// ReadIndex implements resp.Cluster on the leader: the commit index, once
+// leadership is confirmed by a quorum.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
+		return 0, command.ErrNoLeader
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, command.ErrNoLeader
+	}
+	return idx, nil
+}
+
+// ---- membership and INFO ----
+
+// Join implements resp.Cluster: add a voter (on the leader; followers
+// forward), then record its RESP address through the log.
+func (n *Node) Join(ctx context.Context, id, raftAddr, respAddr string) error {
+	if !n.IsLeader() {
+		_, addr := n.leaderRESP()
+		if addr == "" {
+			return command.ErrNoLeader
+		}
+		return n.peers.get(addr).Do(ctx, "BFCLUSTER", "JOIN", id, raftAddr, respAddr).Err()
+	}
+	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
+		return mapRaftError(err)
+	}
+	_, _, err := n.propose(ctx, []*command.Cmd{{Op: command.SetMember, Key: []byte(id), Data: []byte(respAddr)}})
+	return err
+}
+
+// Remove implements resp.Cluster.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if !n.IsLeader() {
+		_, addr := n.leaderRESP()
+		if addr == "" {
+			return command.ErrNoLeader
+		}
+		return n.peers.get(addr).Do(ctx, "BFCLUSTER", "REMOVE", id).Err()
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		return mapRaftError(err)
+	}
+	_, _, err := n.propose(ctx, []*command.Cmd{{Op: command.DelMember, Key: []byte(id)}})
+	return err
+}
+
+// Members implements resp.Cluster: id, Raft address, RESP address.
+func (n *Node) Members() ([][3]string, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	addrs := n.fsm.memberList()
+	var out [][3]string
+	for _, s := range f.Configuration().Servers {
+		out = append(out, [3]string{string(s.ID), string(s.Address), addrs[string(s.ID)]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out, nil
+}
+
+// ReplicationInfo implements resp.Cluster.
+func (n *Node) ReplicationInfo() [][2]string {
+	role := "follower"
+	switch n.raft.State() {
+	case raft.Leader:
+		role = "leader"
+	case raft.Candidate:
+		role = "candidate"
+	case raft.Shutdown:
+		role = "shutdown"
+	}
+	leaderID, leaderAddr := n.leaderRESP()
+	stats := n.raft.Stats()
+	info := [][2]string{
+		{"role", role},
+		{"node_id", n.opts.NodeID},
+		{"leader_id", leaderID},
+		{"leader_addr", leaderAddr},
+		{"term", stats["term"]},
+		{"commit_index", strconv.FormatUint(n.raft.CommitIndex(), 10)},
+		{"applied_index", strconv.FormatUint(n.fsm.applied.Load(), 10)},
+		{"last_log_index", strconv.FormatUint(n.raft.LastIndex(), 10)},
+		{"fsync", n.opts.Fsync},
+	}
+	members, _ := n.Members()
+	var parts []string
+	for _, m := range members {
+		parts = append(parts, m[0]+"@"+m[2]+"/"+m[1])
+	}
+	info = append(info, [2]string{"members", strings.Join(parts, ",")}, [2]string{"num_members", strconv.Itoa(len(members))})
+	return info
+}
+
+// slogWriter routes hclog lines into slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)), "component", "raft")
+	return len(p), nil
+}
+
+var _ io.Writer = slogWriter{}

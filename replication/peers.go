@@ -1,0 +1,105 @@
+package replication
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// peerPool keeps one pooled RESP client per peer address, for forwarded
+// writes, read indexes and membership requests.
+type peerPool struct {
+	mu       sync.Mutex
+	password string
+	clients  map[string]*redis.Client
+}
+
+func newPeerPool(password string) *peerPool {
+	return &peerPool{password: password, clients: map[string]*redis.Client{}}
+}
+
+func (p *peerPool) get(addr string) *redis.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.clients[addr]
+	if c == nil {
+		c = redis.NewClient(&redis.Options{
+			Addr: addr, Password: p.password, Protocol: 2,
+			DialTimeout: 2 * time.Second, PoolSize: 32,
+			MaxRetries:            -1, // a forwarded write is not idempotent: never resend
+			ContextTimeoutEnabled: true,
+			DisableIdentity:       true,
+		})
+		p.clients[addr] = c
+	}
+	return c
+}
+
+func (p *peerPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.clients {
+		c.Close()
+	}
+}
+
+// coalescer shares one call of fn among every caller that arrives before
+// it starts: concurrent linearizable reads need one read index, not one
+// each. A caller only joins a round that has not started, so the index it
+// gets was obtained after it asked.
+type coalescer struct {
+	fn      func(context.Context) (uint64, error)
+	mu      sync.Mutex
+	next    *round
+	running bool
+}
+
+type round struct {
+	done chan struct{}
+	idx  uint64
+	err  error
+}
+
+func newCoalescer(fn func(context.Context) (uint64, error)) *coalescer {
+	return &coalescer{fn: fn}
+}
+
+func (c *coalescer) do(ctx context.Context) (uint64, error) {
+	c.mu.Lock()
+	r := c.next
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		c.next = r
+		if !c.running {
+			c.running = true
+			go c.loop()
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.idx, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (c *coalescer) loop() {
+	for {
+		c.mu.Lock()
+		r := c.next
+		c.next = nil
+		if r == nil {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.idx, r.err = c.fn(ctx)
+		cancel()
+		close(r.done)
+	}
+}
