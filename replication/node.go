@@ -566,14 +566,22 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 	if stale {
 		return nil
 	}
-	idx, err := n.reads.do(ctx)
-	if err != nil {
-		return err
+	for {
+		idx, err := n.reads.do(ctx)
+		if err == nil {
+			if err := n.fsm.waitApplied(ctx, idx); err != nil {
+				return command.ErrTimeout
+			}
+			return nil
+		}
+		if !errors.Is(err, command.ErrNoLeader) {
+			return err
+		}
+		// An election may be under way: wait for a leader, briefly.
+		if err := n.waitLeaderChange(ctx); err != nil {
+			return command.ErrNoLeader
+		}
 	}
-	if err := n.fsm.waitApplied(ctx, idx); err != nil {
-		return command.ErrTimeout
-	}
-	return nil
 }
 
 // readIndexRound obtains one read index for every read waiting on it.

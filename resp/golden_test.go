@@ -294,3 +294,27 @@ func TestActiveExpiry(t *testing.T) {
 		time.Sleep(time.Millisecond) // polling the expiry loop's effect
 	}
 }
+
+// TestPipelinedWrites: many writes arriving in one read are batched
+// together, and each keeps its own arguments.
+func TestPipelinedWrites(t *testing.T) {
+	srv := startServer(t, nil)
+	cl := dial(t, srv)
+	var buf bytes.Buffer
+	const n = 500
+	for i := 0; i < n; i++ {
+		buf.Write(golden.Encode([][]byte{[]byte("BF.ADD"), []byte("p"), []byte("item:" + strconv.Itoa(i))}))
+		buf.Write(golden.Encode([][]byte{[]byte("DEL"), []byte("gone:" + strconv.Itoa(i)), []byte("x")}))
+	}
+	if _, err := cl.c.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*n; i++ {
+		if _, err := golden.ReadFrame(cl.r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cl.do(t, [][]byte{[]byte("BF.CARD"), []byte("p")}); string(got) != ":500\r\n" {
+		t.Fatalf("BF.CARD after %d pipelined adds = %q", n, got)
+	}
+}

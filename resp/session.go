@@ -189,6 +189,10 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	c.Now = s.srv.opts.Now().UnixMilli()
 	if c.Op.IsWrite() {
 		c.MaxBytes = s.srv.opts.MaxFilterBytes
+		// The parser reuses its argument slice for the next command; a
+		// command that waits in the batch keeps its own copy of the list
+		// (the bytes themselves stay put until the batch is answered).
+		c.Items, c.Keys = slices.Clone(c.Items), slices.Clone(c.Keys)
 		s.pending = append(s.pending, c)
 		s.pendSpec = append(s.pendSpec, sp)
 		return

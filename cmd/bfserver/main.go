@@ -29,6 +29,7 @@ type config struct {
 	fsync          string
 	flushInterval  time.Duration
 	snapThreshold  uint64
+	trailingLogs   uint64
 	inMemory       bool
 	requirePass    string
 	maxClients     int
@@ -50,6 +51,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.fsync, "fsync", "always", "log durability: always, everysec or no")
 	fs.DurationVar(&c.flushInterval, "flush-interval", 5*time.Second, "how often changed filter chunks are written to the image")
 	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
@@ -111,7 +113,7 @@ func main() {
 		node, err = replication.Open(replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RESPAddr: c.addr, DataDir: c.dataDir,
 			Join: c.join, Password: c.requirePass, Fsync: c.fsync, FlushInterval: c.flushInterval,
-			SnapshotThreshold: c.snapThreshold, MaxFilterBytes: c.maxFilterBytes, Logger: log,
+			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, MaxFilterBytes: c.maxFilterBytes, Logger: log,
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bfserver:", err)
