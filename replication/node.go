@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,7 +146,10 @@ func Open(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, log: opts.Logger, proposals: make(chan *proposal, 1024), stop: make(chan struct{})}
-	n.peers = newPeerPool(opts.Password)
+	// Generations start apart: Raft may report this node as leader a moment
+	// before the notification that starts its readiness entry arrives.
+	n.leaderGen.Store(1)
+	n.peers = newPeerPool(opts.Password, dialFrom(opts.RaftAddr))
 	n.reads = newCoalescer(n.readIndexRound)
 	var err error
 	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), Logger: opts.Logger}); err != nil {
@@ -195,13 +197,11 @@ func (n *Node) startRaft() error {
 			return fmt.Errorf("installing snapshot %s: %w", metas[0].ID, err)
 		}
 	}
-	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
+	stream, err := newStreamLayer(o.RaftAddr)
 	if err != nil {
 		return err
 	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, addr, 4, 10*time.Second, hl); err != nil {
-		return err
-	}
+	n.trans = raft.NewNetworkTransportWithLogger(stream, 4, 10*time.Second, hl)
 	notify := make(chan bool, 16)
 	cfg := raft.DefaultConfig()
 	cfg.LocalID = raft.ServerID(o.NodeID)

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 
@@ -13,11 +14,12 @@ import (
 type peerPool struct {
 	mu       sync.Mutex
 	password string
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	clients  map[string]*redis.Client
 }
 
-func newPeerPool(password string) *peerPool {
-	return &peerPool{password: password, clients: map[string]*redis.Client{}}
+func newPeerPool(password string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *peerPool {
+	return &peerPool{password: password, dial: dial, clients: map[string]*redis.Client{}}
 }
 
 func (p *peerPool) get(addr string) *redis.Client {
@@ -26,7 +28,7 @@ func (p *peerPool) get(addr string) *redis.Client {
 	c := p.clients[addr]
 	if c == nil {
 		c = redis.NewClient(&redis.Options{
-			Addr: addr, Password: p.password, Protocol: 2,
+			Addr: addr, Password: p.password, Protocol: 2, Dialer: p.dial,
 			DialTimeout: 2 * time.Second, PoolSize: 32,
 			MaxRetries:            -1, // a forwarded write is not idempotent: never resend
 			ContextTimeoutEnabled: true,
