@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only on --debug-addr
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,6 +33,7 @@ type config struct {
 	snapThreshold  uint64
 	trailingLogs   uint64
 	inMemory       bool
+	debugAddr      string
 	requirePass    string
 	maxClients     int
 	maxFilterBytes uint64
@@ -53,6 +56,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
@@ -104,6 +108,9 @@ func main() {
 		h = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	log := slog.New(h)
+	if c.debugAddr != "" {
+		go func() { log.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
+	}
 	var backend resp.Backend
 	var node *replication.Node
 	if c.inMemory {
