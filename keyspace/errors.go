@@ -1,8 +1,3 @@
-// Package keyspace is the deterministic state machine: 16 databases of keys
-// holding Bloom chains, Cuckoo filters or plain strings, with Redis's TYPE,
-// DEL, RENAME and EXPIRE semantics. Apply is a pure function of the command
-// sequence: it reads no clock (commands carry the proposer's time), no
-// configuration and no randomness.
 package keyspace
 
 import "errors"

@@ -1,8 +1,3 @@
-// Package replication runs the Raft node: hashicorp/raft with a
-// raft-boltdb/v2 log, the state machine over keyspace and persistence,
-// group commit, forwarding of writes from followers, linearizable read
-// barriers and membership. A single node is a one-voter cluster: the same
-// code path from one node to many.
 package replication
 
 import (

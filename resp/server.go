@@ -1,7 +1,3 @@
-// Package resp serves the Redis protocol: bounded RESP2/RESP3 framing,
-// per-connection state (protocol, database, auth, name, MULTI), the command
-// table and reply rendering. It knows nothing of Raft or storage: it talks
-// to a Backend it declares.
 package resp
 
 import (

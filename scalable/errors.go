@@ -1,6 +1,3 @@
-// Package scalable grows single filters from engine into RedisBloom's
-// scalable Bloom chains and Cuckoo sub-filter sets, and encodes and decodes
-// their SCANDUMP/LOADCHUNK formats byte for byte.
 package scalable
 
 import "errors"

@@ -1,0 +1,17 @@
+// Package engine holds one Bloom filter and one Cuckoo sub-filter exactly as
+// RedisBloom lays them out: MurmurHash64A, the (a + i·b) mod m bit positions
+// in little-endian words, one-byte fingerprints in contiguous buckets, the
+// deterministic kick-out with rollback.
+//
+// Flows: Bloom.Add/Test take a precomputed Hash; CuckooTable offers the slot
+// operations a Cuckoo filter is built from.
+//
+// State and locks: none owned. Bloom words are read and set atomically so
+// one writer and many readers may share a filter; a Cuckoo table relies on
+// its owner's lock. Each array records which 64 KiB chunks changed (Dirty),
+// marked by the single writer and taken by whoever excludes it.
+//
+// Trade-offs: positions use two Barrett remainders per item instead of a
+// division per hash; sizing uses a correctly rounded log so headers match
+// glibc's to the bit. No I/O, no clock, no randomness.
+package engine

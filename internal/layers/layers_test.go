@@ -1,0 +1,62 @@
+// Package layers checks that imports point down the layers of
+// docs/ARCHITECTURE.md, with `go list -deps`.
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/bfserver/bfserver/"
+
+// rules list, per package, the project packages it may depend on (directly
+// or not), and what it must not import itself: the pure layers do no I/O,
+// read no clock and draw no randomness.
+var rules = []struct {
+	pkg       string
+	may       []string
+	forbidden []string
+}{
+	{"engine", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	{"rdb", nil, []string{"net", "os", "log"}},
+	{"command", nil, []string{"net", "os", "log"}},
+	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "keyspace"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "keyspace"}, nil},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "keyspace", "persistence"}, nil},
+}
+
+func TestImportsPointDown(t *testing.T) {
+	for _, r := range rules {
+		out, err := exec.Command("go", "list", "-deps", mod+r.pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", r.pkg, err)
+		}
+		direct, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, mod+r.pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", r.pkg, err)
+		}
+		for _, imp := range strings.Fields(string(direct)) {
+			for _, f := range r.forbidden {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s imports %s", r.pkg, imp)
+				}
+			}
+		}
+		may := map[string]bool{r.pkg: true}
+		for _, m := range r.may {
+			may[m] = true
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if own, ok := strings.CutPrefix(dep, mod); ok && !may[own] {
+				t.Errorf("%s depends on %s", r.pkg, own)
+			}
+			if strings.HasPrefix(dep, "github.com/hashicorp/raft") && r.pkg != "replication" {
+				t.Errorf("%s depends on %s", r.pkg, dep)
+			}
+		}
+	}
+}

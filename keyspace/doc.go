@@ -1,0 +1,19 @@
+// Package keyspace is the deterministic state machine: 16 databases of keys
+// holding Bloom chains, Cuckoo filters or plain strings, with Redis's TYPE,
+// DEL, RENAME and EXPIRE semantics.
+//
+// Flows: Apply executes a command from the log and returns a typed Result;
+// Read answers read commands from current state; TakeChanges lists what
+// changed for the durable image, LoadValue/LoadChunk rebuild from it;
+// EncodeDump and RESTORE speak Redis's DUMP format.
+//
+// State and locks: each database's map is guarded by an RWMutex taken only
+// for lookups and map changes; filters protect their own contents. Apply
+// must run on one goroutine at a time; Read may run beside it.
+//
+// Trade-offs: Apply is a pure function of the command sequence: time comes
+// from the command (stamped by the receiving node), configuration and caps
+// too, and nothing draws randomness. SCAN's cursor is a position in sorted
+// key order (simple, and stable across replicas) rather than Redis's hash
+// cursor.
+package keyspace

@@ -1,0 +1,21 @@
+// Package replication runs the Raft node: hashicorp/raft with a
+// raft-boltdb/v2 log, the state machine over keyspace and persistence,
+// group commit, forwarding of writes from followers, linearizable read
+// barriers and membership. A single node is a one-voter cluster: the same
+// code path from one node to many.
+//
+// Flows: Write → batcher (proposals that arrive while the last entry is
+// handed over share the next entry) → raft.Apply → fsm.Apply on every node
+// → reply after the local apply; a follower forwards its batch to the
+// leader's RESP address and waits until it applied the returned index.
+// Barrier → one read-index round shared by concurrent reads (leader:
+// commit index + VerifyLeader; follower: asks the leader) → wait for the
+// local applied index.
+//
+// State and locks: fsm.mu excludes Apply from image flushes and snapshot
+// installs; fsm.flushMu orders image writes; readers never lock.
+//
+// Trade-offs: the image is flushed every few seconds and before snapshots,
+// so restart replays at most that much log; snapshots copy the whole image
+// (simple and atomic, costly for very large data sets).
+package replication

@@ -1,0 +1,19 @@
+// Package resp serves the Redis protocol: bounded RESP2/RESP3 framing,
+// per-connection state (protocol, database, auth, name, MULTI), the command
+// table and reply rendering. It knows nothing of Raft or storage: it talks
+// to a Backend (and, for a replicated one, a Cluster) that it declares.
+//
+// Flows: a connection goroutine reads what is available, parses every
+// complete command with lengths checked before use, and runs them in order:
+// writes are parsed into commands with every default resolved and batched
+// until a read or the end of the input, then sent to the backend as one
+// Write; reads wait for one read barrier per batch of input, then read the
+// keyspace directly. Replies go out in one write per batch.
+//
+// State and locks: a session belongs to its goroutine; the server's client
+// table and the CONFIG SET module settings have their own mutexes.
+//
+// Trade-offs: the reader is ours, not redcon's (whose reader panics or spins
+// on hostile lengths); errors are written verbatim because RedisBloom's have
+// no ERR prefix.
+package resp
