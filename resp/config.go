@@ -123,6 +123,7 @@ var serverParams = map[string]string{
 	"requirepass": "",
 	"maxclients":  "",
 
+	"read-consistency":          "",
 	"proto-max-bulk-len":        "",
 	"client-query-buffer-limit": "",
 }
@@ -163,6 +164,11 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 			v = strconv.Itoa(s.opts.Limits.MaxQueryBuffer)
 		case "requirepass":
 			continue // never echoed
+		case "read-consistency":
+			v = "linearizable"
+			if s.stale.Load() {
+				v = "stale"
+			}
 		}
 		add(n, v)
 	}
@@ -178,6 +184,24 @@ func portOf(addr string) string {
 
 // configSet applies name/value pairs atomically: all or nothing.
 func (s *Server) configSet(pairs [][]byte) string {
+	// read-consistency is the server's default for new connections.
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if strings.EqualFold(string(pairs[i]), "read-consistency") {
+			switch strings.ToLower(string(pairs[i+1])) {
+			case "linearizable":
+				s.stale.Store(false)
+			case "stale":
+				s.stale.Store(true)
+			default:
+				return "ERR CONFIG SET failed (possibly related to argument 'read-consistency') - argument must be 'linearizable' or 'stale'"
+			}
+			pairs = append(pairs[:i:i], pairs[i+2:]...)
+			i -= 2
+		}
+	}
+	if len(pairs) == 0 {
+		return ""
+	}
 	s.module.mu.Lock()
 	defer s.module.mu.Unlock()
 	m := &s.module.cfg

@@ -258,7 +258,7 @@ func cmdReset(s *session, a [][]byte) {
 	s.w.proto = 2
 	empty := ""
 	s.name.Store(&empty)
-	s.stale = s.srv.opts.Stale
+	s.stale = s.srv.stale.Load()
 	s.authed = s.srv.opts.RequirePass == ""
 	s.w.Simple("RESET")
 }

@@ -112,6 +112,7 @@ type Server struct {
 	backend Backend
 	cluster Cluster // nil for a backend that does not replicate
 	module  moduleState
+	stale   atomic.Bool // default read consistency of new connections
 	start   time.Time
 
 	ln      net.Listener
@@ -132,6 +133,7 @@ func New(opts Options, b Backend) *Server {
 	opts.ensureDefaults()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
 	s.module.cfg = *opts.Module
+	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
 	}

@@ -46,7 +46,7 @@ type session struct {
 
 func newSession(s *Server, nc net.Conn) *session {
 	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(),
-		authed: s.opts.RequirePass == "", stale: s.opts.Stale}
+		authed: s.opts.RequirePass == "", stale: s.stale.Load()}
 	sess.w.proto = 2
 	empty := ""
 	sess.name.Store(&empty)

@@ -1,0 +1,465 @@
+// Command harness measures bfserver against redis-server (Debian's) on this
+// machine, side by side in one run: it starts both on loopback, drives them
+// with redis-benchmark, alternates A/B runs so machine noise hits both, and
+// prints per-case medians, latency percentiles, server CPU, peak memory and
+// the bfserver/redis-server ratio.
+//
+//	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
+//	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
+//	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
+//	go run ./bench/harness memory       # RSS of 1M@1% and 100M@0.1% filters vs their bits
+//	go run ./bench/harness startup      # restart time of a node holding 1 GiB of filters
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	bfBin    = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
+	redisBin = flag.String("redis-server", "redis-server", "redis-server binary")
+	rounds   = flag.Int("rounds", 3, "A/B rounds per case")
+	clients  = flag.Int("clients", 50, "redis-benchmark clients")
+	requests = flag.Int("n", 0, "requests per run (default: 200k at P1, 1M at P32)")
+	only     = flag.String("case", "", "run only cases whose name contains this")
+	threads  = flag.Int("threads", 0, "redis-benchmark --threads (0: single-threaded)")
+)
+
+func main() {
+	flag.Parse()
+	if *bfBin == "" {
+		dir, err := os.MkdirTemp("", "bfharness")
+		check(err)
+		defer os.RemoveAll(dir)
+		*bfBin = filepath.Join(dir, "bfserver")
+		build := exec.Command("go", "build", "-o", *bfBin, "./cmd/bfserver")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		check(build.Run())
+	}
+	mode := flag.Arg(0)
+	switch mode {
+	case "throughput":
+		throughput()
+	case "durable":
+		durable()
+	case "cluster":
+		cluster()
+	case "memory":
+		memory()
+	case "startup":
+		startup()
+	default:
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] throughput|durable|cluster|memory|startup")
+		os.Exit(2)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}
+
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// server is a process under test.
+type server struct {
+	name string
+	cmd  *exec.Cmd
+	port int
+	dir  string
+}
+
+func startBF(args ...string) *server {
+	port := freePort()
+	dir, err := os.MkdirTemp("", "bfdata")
+	check(err)
+	all := append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort()),
+		"--data-dir", dir}, args...)
+	s := &server{name: "bfserver", port: port, dir: dir, cmd: exec.Command(*bfBin, all...)}
+	check(s.cmd.Start())
+	s.waitReady()
+	return s
+}
+
+func startRedis(args ...string) *server {
+	port := freePort()
+	dir, err := os.MkdirTemp("", "redisdata")
+	check(err)
+	all := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--daemonize", "no"}, args...)
+	s := &server{name: "redis-server", port: port, dir: dir, cmd: exec.Command(*redisBin, all...)}
+	check(s.cmd.Start())
+	s.waitReady()
+	return s
+}
+
+func (s *server) client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), Protocol: 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+}
+
+// waitReady polls until the server answers a write-able PING.
+func (s *server) waitReady() {
+	c := s.client()
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("%s did not start", s.name))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	os.RemoveAll(s.dir)
+}
+
+func (s *server) do(args ...any) {
+	c := s.client()
+	defer c.Close()
+	check(c.Do(context.Background(), args...).Err())
+}
+
+// cpu is the process's user+system CPU time.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100
+}
+
+// memKB reads a field (VmRSS, VmHWM) from /proc/pid/status in KiB.
+func (s *server) memKB(field string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// result is one redis-benchmark run.
+type result struct {
+	rps, p50, p99 float64
+	cpu           time.Duration
+}
+
+func bench(s *server, pipeline, n int, args []string) result {
+	cmdArgs := []string{"-p", strconv.Itoa(s.port), "-n", strconv.Itoa(n), "-c", strconv.Itoa(*clients),
+		"-P", strconv.Itoa(pipeline), "-r", "1000000000", "--csv"}
+	if *threads > 0 {
+		cmdArgs = append(cmdArgs, "--threads", strconv.Itoa(*threads))
+	}
+	cmdArgs = append(cmdArgs, args...)
+	before := s.cpu()
+	out, err := exec.Command("redis-benchmark", cmdArgs...).Output()
+	check(err)
+	r := result{cpu: s.cpu() - before}
+	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+	check(err)
+	last := rows[len(rows)-1]
+	r.rps, _ = strconv.ParseFloat(last[1], 64)
+	r.p50, _ = strconv.ParseFloat(last[4], 64)
+	r.p99, _ = strconv.ParseFloat(last[6], 64)
+	return r
+}
+
+func median(rs []result, f func(result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// pair is one case: the bfserver command and redis-server's nearest native one.
+type pair struct {
+	name     string
+	bf, base []string
+	pipeline int
+}
+
+func items(cmd, key string, n int) []string {
+	out := []string{cmd, key}
+	for i := 0; i < n; i++ {
+		out = append(out, "__rand_int__")
+	}
+	return out
+}
+
+// compare runs every case alternately on a and b and prints the table.
+func compare(a, b *server, cases []pair) {
+	fmt.Printf("%-22s %4s | %12s %8s %8s %7s | %12s %8s %8s %7s | %6s\n",
+		"case", "P", a.name+" rps", "p50 ms", "p99 ms", "cpu s", b.name+" rps", "p50 ms", "p99 ms", "cpu s", "ratio")
+	for _, c := range cases {
+		if *only != "" && !strings.Contains(c.name, *only) {
+			continue
+		}
+		n := *requests
+		if n == 0 {
+			n = 200000
+			if c.pipeline > 1 {
+				n = 1000000
+			}
+		}
+		var ra, rb []result
+		for r := 0; r < *rounds; r++ {
+			if r%2 == 0 {
+				ra = append(ra, bench(a, c.pipeline, n, c.bf))
+				rb = append(rb, bench(b, c.pipeline, n, c.base))
+			} else {
+				rb = append(rb, bench(b, c.pipeline, n, c.base))
+				ra = append(ra, bench(a, c.pipeline, n, c.bf))
+			}
+		}
+		rpsA, rpsB := median(ra, func(r result) float64 { return r.rps }), median(rb, func(r result) float64 { return r.rps })
+		fmt.Printf("%-22s %4d | %12.0f %8.3f %8.3f %7.2f | %12.0f %8.3f %8.3f %7.2f | %6.2f\n", c.name, c.pipeline,
+			rpsA, median(ra, func(r result) float64 { return r.p50 }), median(ra, func(r result) float64 { return r.p99 }),
+			median(ra, func(r result) float64 { return r.cpu.Seconds() }),
+			rpsB, median(rb, func(r result) float64 { return r.p50 }), median(rb, func(r result) float64 { return r.p99 }),
+			median(rb, func(r result) float64 { return r.cpu.Seconds() }), rpsA/rpsB)
+	}
+	fmt.Printf("peak RSS: %s %d MiB, %s %d MiB\n", a.name, a.memKB("VmHWM")/1024, b.name, b.memKB("VmHWM")/1024)
+}
+
+func throughputCases() []pair {
+	var cases []pair
+	for _, p := range []int{1, 32} {
+		cases = append(cases,
+			pair{"BF.ADD", []string{"BF.ADD", "bf", "__rand_int__"}, []string{"SADD", "s", "__rand_int__"}, p},
+			pair{"BF.MADD x10", items("BF.MADD", "bf", 10), items("SADD", "s", 10), p},
+			pair{"BF.MADD x100", items("BF.MADD", "bf", 100), items("SADD", "s", 100), p},
+			pair{"CF.ADD", []string{"CF.ADD", "cf", "__rand_int__"}, []string{"SADD", "s", "__rand_int__"}, p},
+			pair{"BF.EXISTS", []string{"BF.EXISTS", "bf", "__rand_int__"}, []string{"SISMEMBER", "s", "__rand_int__"}, p},
+			pair{"BF.MEXISTS x10", items("BF.MEXISTS", "bf", 10), items("SMISMEMBER", "s", 10), p},
+			pair{"CF.EXISTS", []string{"CF.EXISTS", "cf", "__rand_int__"}, []string{"SISMEMBER", "s", "__rand_int__"}, p},
+		)
+	}
+	return cases
+}
+
+// throughput: the issue-4 cases, filters reserved large enough not to grow.
+func throughput() {
+	bf := startBF()
+	defer bf.stop()
+	rs := startRedis("--appendonly", "no")
+	defer rs.stop()
+	bf.do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
+	bf.do("CF.RESERVE", "cf", "50000000")
+	fmt.Println("# throughput: bfserver (durable default, fsync always) vs redis-server (no persistence)")
+	compare(bf, rs, throughputCases())
+}
+
+// durable: BF.ADD with --fsync always vs redis-server SADD with
+// appendfsync always, pipelined from many clients.
+func durable() {
+	bf := startBF("--fsync", "always")
+	defer bf.stop()
+	rs := startRedis("--appendonly", "yes", "--appendfsync", "always")
+	defer rs.stop()
+	bf.do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
+	fmt.Println("# durable writes: bfserver --fsync always vs redis-server appendfsync always")
+	compare(bf, rs, []pair{
+		{"BF.ADD vs SADD", []string{"BF.ADD", "bf", "__rand_int__"}, []string{"SADD", "s", "__rand_int__"}, 1},
+		{"BF.ADD vs SADD", []string{"BF.ADD", "bf", "__rand_int__"}, []string{"SADD", "s", "__rand_int__"}, 32},
+	})
+}
+
+// cluster: three nodes; BF.EXISTS on a follower and on the leader, with
+// linearizable reads (default) against stale reads.
+func cluster() {
+	var nodes []*server
+	first := startBF("--node-id", "n1")
+	nodes = append(nodes, first)
+	for i := 2; i <= 3; i++ {
+		nodes = append(nodes, startBF("--node-id", fmt.Sprintf("n%d", i), "--join", fmt.Sprintf("127.0.0.1:%d", first.port)))
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+	}()
+	time.Sleep(3 * time.Second) // let the joins settle before measuring
+	first.do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
+	c := first.client()
+	pipe := c.Pipeline()
+	for i := 0; i < 100000; i++ {
+		pipe.Do(context.Background(), "BF.ADD", "bf", rand.Int64N(1_000_000_000))
+	}
+	_, err := pipe.Exec(context.Background())
+	check(err)
+	c.Close()
+	fmt.Println("# 3 nodes: BF.EXISTS linearizable (default) vs stale, on a follower and on the leader")
+	for _, n := range []*server{nodes[1], nodes[0]} {
+		role := "follower"
+		if n == nodes[0] {
+			role = "leader"
+		}
+		for _, p := range []int{1, 32} {
+			nn := *requests
+			if nn == 0 {
+				nn = 200000
+				if p > 1 {
+					nn = 1000000
+				}
+			}
+			var lin, stale []result
+			for r := 0; r < *rounds; r++ {
+				lin = append(lin, bench(n, p, nn, []string{"BF.EXISTS", "bf", "__rand_int__"}))
+				stale = append(stale, benchStale(n, p, nn))
+			}
+			l, s := median(lin, func(r result) float64 { return r.rps }), median(stale, func(r result) float64 { return r.rps })
+			fmt.Printf("%-8s P%-3d linearizable %10.0f rps (p99 %.3f ms)  stale %10.0f rps (p99 %.3f ms)  ratio %.2f\n",
+				role, p, l, median(lin, func(r result) float64 { return r.p99 }), s, median(stale, func(r result) float64 { return r.p99 }), l/s)
+		}
+	}
+}
+
+// benchStale measures BF.EXISTS with the server's default read consistency
+// switched to stale (redis-benchmark cannot send a per-connection command).
+func benchStale(s *server, pipeline, n int) result {
+	// redis-benchmark sends one command per request; measure stale reads by
+	// alternating the server-side default instead.
+	s.do("CONFIG", "SET", "read-consistency", "stale")
+	defer s.do("CONFIG", "SET", "read-consistency", "linearizable")
+	return bench(s, pipeline, n, []string{"BF.EXISTS", "bf", "__rand_int__"})
+}
+
+// memory: process RSS of a filled filter against its theoretical bits.
+func memory() {
+	for _, m := range []struct {
+		n   int64
+		err string
+	}{{1_000_000, "0.01"}, {100_000_000, "0.001"}} {
+		bf := startBF("--max-filter-bytes", "4294967296")
+		base := bf.memKB("VmRSS")
+		bf.do("BF.RESERVE", "m", m.err, strconv.FormatInt(m.n, 10), "NONSCALING")
+		// Touch every page as a full filter would: write each chunk.
+		c := bf.client()
+		ctx := context.Background()
+		hdr, err := c.Do(ctx, "BF.SCANDUMP", "m", 0).Slice()
+		check(err)
+		_ = hdr
+		it := int64(1)
+		for {
+			res, err := c.Do(ctx, "BF.SCANDUMP", "m", it).Slice()
+			check(err)
+			next := res[0].(int64)
+			if next == 0 {
+				break
+			}
+			data := []byte(res[1].(string))
+			for i := range data {
+				data[i] = byte(rand.Uint32())
+			}
+			check(c.Do(ctx, "BF.LOADCHUNK", "m", next, data).Err())
+			it = next
+		}
+		info, err := c.Do(ctx, "BF.INFO", "m", "SIZE").Slice()
+		check(err)
+		size := info[0].(int64)
+		c.Close()
+		rss := bf.memKB("VmRSS")
+		fmt.Printf("filter %d items @ %s: theoretical %d bytes (%.1f MiB); RSS %d MiB at start, %d MiB filled; overhead %.2f%% of the filter + %d MiB fixed\n",
+			m.n, m.err, size, float64(size)/(1<<20), base/1024, rss/1024,
+			100*float64(rss*1024-base*1024-size)/float64(size), base/1024)
+		bf.stop()
+	}
+}
+
+// startup: a node holding 1 GiB of filters is stopped cleanly and killed;
+// the time until it serves a linearizable read again is measured.
+func startup() {
+	port, raft := freePort(), freePort()
+	dir, err := os.MkdirTemp("", "bfstartup")
+	check(err)
+	defer os.RemoveAll(dir)
+	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", raft), "--data-dir", dir, "--max-filter-bytes", "4294967296"}
+	launch := func() (*server, time.Duration) {
+		s := &server{name: "bfserver", port: port, cmd: exec.Command(*bfBin, args...)}
+		t0 := time.Now()
+		check(s.cmd.Start())
+		c := s.client()
+		defer c.Close()
+		for c.Do(context.Background(), "BF.EXISTS", "f0", "x").Err() != nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return s, time.Since(t0)
+	}
+	s, _ := launch()
+	c := s.client()
+	ctx := context.Background()
+	// Four filters of 256 MiB each, every chunk written.
+	for f := 0; f < 4; f++ {
+		key := fmt.Sprintf("f%d", f)
+		check(c.Do(ctx, "BF.RESERVE", key, "0.01", "200000000", "NONSCALING").Err())
+		it := int64(1)
+		for {
+			res, err := c.Do(ctx, "BF.SCANDUMP", key, it).Slice()
+			check(err)
+			next := res[0].(int64)
+			if next == 0 {
+				break
+			}
+			data := []byte(res[1].(string))
+			for i := range data {
+				data[i] = byte(rand.Uint32())
+			}
+			check(c.Do(ctx, "BF.LOADCHUNK", key, next, data).Err())
+			it = next
+		}
+	}
+	var total int64
+	for f := 0; f < 4; f++ {
+		v, err := c.Do(ctx, "BF.INFO", fmt.Sprintf("f%d", f), "SIZE").Slice()
+		check(err)
+		total += v[0].(int64)
+	}
+	c.Close()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	s, clean := launch()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s, dirty := launch()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	fmt.Printf("node holding %.2f GiB of filters: ready after a clean stop in %v, after kill -9 in %v\n",
+		float64(total)/(1<<30), clean.Round(time.Millisecond), dirty.Round(time.Millisecond))
+}
