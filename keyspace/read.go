@@ -17,31 +17,40 @@ const (
 	InfoExpansion
 )
 
+// ReadInto is Read into a caller's Result, reusing its per-item slice: the
+// membership reads then allocate nothing.
+func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
+	switch c.Op {
+	case command.BFExists, command.CFExists, command.CFCount:
+		ints := r.Ints[:0]
+		*r = Result{}
+		v := k.Lookup(c.DB, c.Key, c.Now)
+		for _, it := range c.Items {
+			var x int64
+			switch {
+			case v == nil:
+			case c.Op == command.BFExists && v.Kind == KindBloom:
+				x = b2i(v.Bloom.Test(it))
+			case c.Op == command.CFExists && v.Kind == KindCuckoo:
+				x = b2i(v.Cuckoo.Exists(it))
+			case c.Op == command.CFCount && v.Kind == KindCuckoo:
+				x = int64(v.Cuckoo.Count(it))
+			}
+			ints = append(ints, x)
+		}
+		r.Ints = ints
+	default:
+		*r = k.Read(c)
+	}
+}
+
 // Read answers a read-only command from current state. It may run
 // concurrently with Apply.
 func (k *Keyspace) Read(c *command.Cmd) Result {
 	switch c.Op {
-	case command.BFExists:
-		v := k.Lookup(c.DB, c.Key, c.Now)
-		r := Result{Ints: make([]int64, len(c.Items))}
-		if v != nil && v.Kind == KindBloom {
-			for i, it := range c.Items {
-				r.Ints[i] = b2i(v.Bloom.Test(it))
-			}
-		}
-		return r
-	case command.CFExists, command.CFCount:
-		v := k.Lookup(c.DB, c.Key, c.Now)
-		r := Result{Ints: make([]int64, len(c.Items))}
-		if v != nil && v.Kind == KindCuckoo {
-			for i, it := range c.Items {
-				if c.Op == command.CFCount {
-					r.Ints[i] = int64(v.Cuckoo.Count(it))
-				} else {
-					r.Ints[i] = b2i(v.Cuckoo.Exists(it))
-				}
-			}
-		}
+	case command.BFExists, command.CFExists, command.CFCount:
+		var r Result
+		k.ReadInto(c, &r)
 		return r
 	case command.BFInfo, command.BFDebug, command.BFScanDump:
 		v, err := k.readKind(c, KindBloom)

@@ -323,8 +323,10 @@ func cmdExec(s *session, a [][]byte) {
 		c.DB = s.db
 		c.Now = s.srv.opts.Now().UnixMilli()
 		c.MaxBytes = s.srv.opts.MaxFilterBytes
-		items[i].cmd = c
-		cmds = append(cmds, c)
+		pc := new(command.Cmd)
+		*pc = c
+		items[i].cmd = pc
+		cmds = append(cmds, pc)
 		anyWrite = anyWrite || c.Op.IsWrite()
 	}
 	var results []keyspace.Result

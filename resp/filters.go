@@ -73,55 +73,55 @@ func lower(b []byte, i int) byte {
 	return c
 }
 
-func parseBFReserve(s *session, args [][]byte) (*command.Cmd, string) {
+func parseBFReserve(s *session, args [][]byte) (command.Cmd, string) {
 	if len(args) > 7 {
-		return nil, arityError("bf.reserve")
+		return command.Cmd{}, arityError("bf.reserve")
 	}
 	cfg := s.srv.module.snapshot()
 	er, ok := parseFloat(args[2])
 	if !ok {
-		return nil, msgBadErrorRate
+		return command.Cmd{}, msgBadErrorRate
 	}
 	if er >= 1 || er <= 0 {
-		return nil, msgErrorRateRange
+		return command.Cmd{}, msgErrorRateRange
 	}
 	capa, ok := parseLL(args[3])
 	if !ok {
-		return nil, msgBadCapacity
+		return command.Cmd{}, msgBadCapacity
 	}
 	if capa < 1 || capa > maxCapacity {
-		return nil, msgCapacityRange
+		return command.Cmd{}, msgCapacityRange
 	}
 	expansion := cfg.BFExpansion
 	nonScaling := argIndex(args, "NONSCALING") >= 0 || expansion == 0
 	if ex := argIndex(args, "EXPANSION"); ex >= 0 {
 		if ex+1 == len(args) {
-			return nil, msgNoExpansion
+			return command.Cmd{}, msgNoExpansion
 		}
 		v, ok := parseLL(args[ex+1])
 		if !ok {
-			return nil, msgBadExpansion
+			return command.Cmd{}, msgBadExpansion
 		}
 		if nonScaling && v != 0 {
-			return nil, msgNonScalingExpand
+			return command.Cmd{}, msgNonScalingExpand
 		}
 		if v < 0 || v > 32768 {
-			return nil, msgExpansionRange
+			return command.Cmd{}, msgExpansionRange
 		}
 		expansion = v
 	}
-	return &command.Cmd{Op: command.BFReserve, Key: args[1], ErrorRate: math.Min(er, 0.25),
+	return command.Cmd{Op: command.BFReserve, Key: args[1], ErrorRate: math.Min(er, 0.25),
 		Capacity: uint64(capa), Expansion: uint32(expansion), NonScaling: nonScaling || expansion == 0}, ""
 }
 
-func bfDefaults(s *session, key []byte) *command.Cmd {
+func bfDefaults(s *session, key []byte) command.Cmd {
 	cfg := s.srv.module.snapshot()
-	return &command.Cmd{Op: command.BFAdd, Key: key, ErrorRate: cfg.BFErrorRate,
+	return command.Cmd{Op: command.BFAdd, Key: key, ErrorRate: cfg.BFErrorRate,
 		Capacity: uint64(cfg.BFInitialSize), Expansion: uint32(cfg.BFExpansion), NonScaling: cfg.BFExpansion == 0}
 }
 
-func parseBFAdd(multi bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+func parseBFAdd(multi bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		c := bfDefaults(s, args[1])
 		c.Items, c.Multi = args[2:], multi
 		return c, ""
@@ -130,7 +130,7 @@ func parseBFAdd(multi bool) func(*session, [][]byte) (*command.Cmd, string) {
 
 // parseBFInsert follows BFInsert_RedisCommand: options are told apart by
 // their first letters, and ITEMS ends them.
-func parseBFInsert(s *session, args [][]byte) (*command.Cmd, string) {
+func parseBFInsert(s *session, args [][]byte) (command.Cmd, string) {
 	c := bfDefaults(s, args[1])
 	c.Multi = true
 	errRate, capa, exp := c.ErrorRate, int64(c.Capacity), int64(c.Expansion)
@@ -144,18 +144,18 @@ func parseBFInsert(s *session, args [][]byte) (*command.Cmd, string) {
 		case 'e':
 			pos++
 			if pos == len(args) {
-				return nil, arityError("bf.insert")
+				return command.Cmd{}, arityError("bf.insert")
 			}
 			if lower(a, 1) == 'r' {
 				v, ok := parseFloat(args[pos])
 				if !ok || v <= 0 || v >= 1 {
-					return nil, msgInsBadErrorRate
+					return command.Cmd{}, msgInsBadErrorRate
 				}
 				errRate = v
 			} else {
 				v, ok := parseLL(args[pos])
 				if !ok || v < 0 || v > 32768 {
-					return nil, msgInsBadExpansion
+					return command.Cmd{}, msgInsBadExpansion
 				}
 				exp = v
 			}
@@ -163,11 +163,11 @@ func parseBFInsert(s *session, args [][]byte) (*command.Cmd, string) {
 		case 'c':
 			pos++
 			if pos == len(args) {
-				return nil, arityError("bf.insert")
+				return command.Cmd{}, arityError("bf.insert")
 			}
 			v, ok := parseLL(args[pos])
 			if !ok || v < 1 || v > maxCapacity {
-				return nil, msgInsBadCapacity
+				return command.Cmd{}, msgInsBadCapacity
 			}
 			capa = v
 			pos++
@@ -179,11 +179,11 @@ func parseBFInsert(s *session, args [][]byte) (*command.Cmd, string) {
 			}
 			pos++
 		default:
-			return nil, msgUnknownArg
+			return command.Cmd{}, msgUnknownArg
 		}
 	}
 	if items < 0 || items == len(args) {
-		return nil, arityError("bf.insert")
+		return command.Cmd{}, arityError("bf.insert")
 	}
 	c.ErrorRate, c.Capacity, c.Expansion = math.Min(errRate, 0.25), uint64(capa), uint32(exp)
 	c.NonScaling = c.NonScaling || exp == 0
@@ -191,28 +191,28 @@ func parseBFInsert(s *session, args [][]byte) (*command.Cmd, string) {
 	return c, ""
 }
 
-func parseItems(op command.Op, multi bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
-		return &command.Cmd{Op: op, Key: args[1], Items: args[2:], Multi: multi}, ""
+func parseItems(op command.Op, multi bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		return command.Cmd{Op: op, Key: args[1], Items: args[2:], Multi: multi}, ""
 	}
 }
 
-func parseKeyOnly(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
-		return &command.Cmd{Op: op, Key: args[1]}, ""
+func parseKeyOnly(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		return command.Cmd{Op: op, Key: args[1]}, ""
 	}
 }
 
-func parseDebug(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
+func parseDebug(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
 	name := "bf.debug"
 	if op == command.CFDebug {
 		name = "cf.debug"
 	}
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		if len(args) != 2 {
-			return nil, arityError(name)
+			return command.Cmd{}, arityError(name)
 		}
-		return &command.Cmd{Op: op, Key: args[1]}, ""
+		return command.Cmd{Op: op, Key: args[1]}, ""
 	}
 }
 
@@ -221,11 +221,11 @@ var bfInfoFields = map[string]uint8{
 	"items": keyspace.InfoItems, "expansion": keyspace.InfoExpansion,
 }
 
-func parseBFInfo(s *session, args [][]byte) (*command.Cmd, string) {
+func parseBFInfo(s *session, args [][]byte) (command.Cmd, string) {
 	if len(args) > 3 {
-		return nil, arityError("bf.info")
+		return command.Cmd{}, arityError("bf.info")
 	}
-	c := &command.Cmd{Op: command.BFInfo, Key: args[1]}
+	c := command.Cmd{Op: command.BFInfo, Key: args[1]}
 	if len(args) == 3 {
 		f, ok := bfInfoFields[strings.ToLower(string(args[2]))]
 		if !ok {
@@ -236,29 +236,29 @@ func parseBFInfo(s *session, args [][]byte) (*command.Cmd, string) {
 	return c, ""
 }
 
-func parseBFScanDump(s *session, args [][]byte) (*command.Cmd, string) {
+func parseBFScanDump(s *session, args [][]byte) (command.Cmd, string) {
 	it, ok := parseLL(args[2])
-	return &command.Cmd{Op: command.BFScanDump, Key: args[1], Iter: it, Flag: !ok}, ""
+	return command.Cmd{Op: command.BFScanDump, Key: args[1], Iter: it, Flag: !ok}, ""
 }
 
-func parseCFScanDump(s *session, args [][]byte) (*command.Cmd, string) {
+func parseCFScanDump(s *session, args [][]byte) (command.Cmd, string) {
 	it, ok := parseLL(args[2])
 	if !ok || it < 0 {
-		return nil, msgInvalidPosition
+		return command.Cmd{}, msgInvalidPosition
 	}
-	return &command.Cmd{Op: command.CFScanDump, Key: args[1], Iter: it}, ""
+	return command.Cmd{Op: command.CFScanDump, Key: args[1], Iter: it}, ""
 }
 
-func parseLoadChunk(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+func parseLoadChunk(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		it, ok := parseLL(args[2])
 		if op == command.BFLoadChunk && !ok {
-			return nil, msgLoadIterNumeric
+			return command.Cmd{}, msgLoadIterNumeric
 		}
 		if op == command.CFLoadChunk && (!ok || it == 0) {
-			return nil, msgInvalidPosition
+			return command.Cmd{}, msgInvalidPosition
 		}
-		return &command.Cmd{Op: op, Key: args[1], Iter: it, Data: args[3]}, ""
+		return command.Cmd{Op: op, Key: args[1], Iter: it, Data: args[3]}, ""
 	}
 }
 
@@ -281,55 +281,55 @@ func cfOption(args [][]byte, name, parseMsg, rangeMsg string, lo, hi int64, def 
 	return v, ""
 }
 
-func parseCFReserve(s *session, args [][]byte) (*command.Cmd, string) {
+func parseCFReserve(s *session, args [][]byte) (command.Cmd, string) {
 	if len(args)%2 == 0 {
-		return nil, arityError("cf.reserve")
+		return command.Cmd{}, arityError("cf.reserve")
 	}
 	cfg := s.srv.module.snapshot()
 	capa, ok := parseLL(args[2])
 	if !ok {
-		return nil, msgInsBadCapacity
+		return command.Cmd{}, msgInsBadCapacity
 	}
 	mi, msg := cfOption(args, "MAXITERATIONS", msgCFMaxIterParse, msgCFMaxIterRange, 1, 65535, cfg.CFMaxIterations)
 	if msg != "" {
-		return nil, msg
+		return command.Cmd{}, msg
 	}
 	bs, msg := cfOption(args, "BUCKETSIZE", msgCFBucketParse, msgCFBucketRange, 1, 255, cfg.CFBucketSize)
 	if msg != "" {
-		return nil, msg
+		return command.Cmd{}, msg
 	}
 	ex, msg := cfOption(args, "EXPANSION", msgCFExpansionParse, msgCFExpansionRange, 0, 32768, cfg.CFExpansion)
 	if msg != "" {
-		return nil, msg
+		return command.Cmd{}, msg
 	}
 	if capa < 2*bs || capa > maxCapacity {
-		return nil, msgCFCapacityRange
+		return command.Cmd{}, msgCFCapacityRange
 	}
-	return &command.Cmd{Op: command.CFReserve, Key: args[1], Capacity: uint64(capa), BucketSize: uint16(bs),
+	return command.Cmd{Op: command.CFReserve, Key: args[1], Capacity: uint64(capa), BucketSize: uint16(bs),
 		MaxIterations: uint16(mi), Expansion: uint32(ex)}, ""
 }
 
-func cfDefaults(s *session, key []byte, nx bool) *command.Cmd {
+func cfDefaults(s *session, key []byte, nx bool) command.Cmd {
 	cfg := s.srv.module.snapshot()
-	return &command.Cmd{Op: command.CFAdd, Key: key, NX: nx, Capacity: uint64(cfg.CFInitialSize),
+	return command.Cmd{Op: command.CFAdd, Key: key, NX: nx, Capacity: uint64(cfg.CFInitialSize),
 		BucketSize: uint16(cfg.CFBucketSize), MaxIterations: uint16(cfg.CFMaxIterations),
 		Expansion: uint32(cfg.CFExpansion), MaxExpansions: uint32(cfg.CFMaxExpansions)}
 }
 
-func parseCFAdd(nx bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+func parseCFAdd(nx bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		c := cfDefaults(s, args[1], nx)
 		c.Items = args[2:]
 		return c, ""
 	}
 }
 
-func parseCFInsert(nx bool) func(*session, [][]byte) (*command.Cmd, string) {
+func parseCFInsert(nx bool) func(*session, [][]byte) (command.Cmd, string) {
 	name := "cf.insert"
 	if nx {
 		name = "cf.insertnx"
 	}
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		c := cfDefaults(s, args[1], nx)
 		c.Multi = true
 		items := -1
@@ -338,14 +338,14 @@ func parseCFInsert(nx bool) func(*session, [][]byte) (*command.Cmd, string) {
 			case 'c':
 				pos++
 				if pos == len(args) {
-					return nil, arityError(name)
+					return command.Cmd{}, arityError(name)
 				}
 				v, ok := parseLL(args[pos])
 				if !ok {
-					return nil, msgInsBadCapacity
+					return command.Cmd{}, msgInsBadCapacity
 				}
 				if v < 2*int64(c.BucketSize) || v > maxCapacity {
-					return nil, msgCFInsCapRange
+					return command.Cmd{}, msgCFInsCapRange
 				}
 				c.Capacity = uint64(v)
 				pos++
@@ -356,26 +356,26 @@ func parseCFInsert(nx bool) func(*session, [][]byte) (*command.Cmd, string) {
 				c.NoCreate = true
 				pos++
 			default:
-				return nil, msgUnknownArg
+				return command.Cmd{}, msgUnknownArg
 			}
 		}
 		if items < 0 || items == len(args) {
-			return nil, arityError(name)
+			return command.Cmd{}, arityError(name)
 		}
 		c.Items = args[items:]
 		return c, ""
 	}
 }
 
-func parseCFDel(s *session, args [][]byte) (*command.Cmd, string) {
-	return &command.Cmd{Op: command.CFDel, Key: args[1], Items: args[2:3]}, ""
+func parseCFDel(s *session, args [][]byte) (command.Cmd, string) {
+	return command.Cmd{Op: command.CFDel, Key: args[1], Items: args[2:3]}, ""
 }
 
-func parseCFCompact(s *session, args [][]byte) (*command.Cmd, string) {
+func parseCFCompact(s *session, args [][]byte) (command.Cmd, string) {
 	if len(args) != 2 {
-		return nil, arityError("cf.compact")
+		return command.Cmd{}, arityError("cf.compact")
 	}
-	return &command.Cmd{Op: command.CFCompact, Key: args[1]}, ""
+	return command.Cmd{Op: command.CFCompact, Key: args[1]}, ""
 }
 
 func renderOK(w *Writer, c *command.Cmd, r *keyspace.Result) { w.Simple("OK") }

@@ -318,3 +318,13 @@ func TestPipelinedWrites(t *testing.T) {
 		t.Fatalf("BF.CARD after %d pipelined adds = %q", n, got)
 	}
 }
+
+// TestReadPathAllocations: answering BF.EXISTS / BF.MEXISTS allocates
+// nothing per request once the session's buffers are warm.
+func TestReadPathAllocations(t *testing.T) {
+	srv := resp.New(resp.Options{Addr: "127.0.0.1:0", Stale: true}, memstore.New())
+	allocs := resp.ReadAllocs(srv, [][]byte{[]byte("BF.MEXISTS"), []byte("k"), []byte("a"), []byte("b")}, 1000)
+	if allocs > 0 {
+		t.Fatalf("%.2f allocations per BF.MEXISTS", allocs)
+	}
+}

@@ -16,7 +16,7 @@ var (
 )
 
 func keyCmd(name string, arity int, flags, cats []string, first, last, step int,
-	parse func(*session, [][]byte) (*command.Cmd, string),
+	parse func(*session, [][]byte) (command.Cmd, string),
 	render func(*Writer, *command.Cmd, *keyspace.Result)) {
 	register(&spec{name: name, arity: arity, flags: flags, first: first, last: last, step: step,
 		cats: cats, keyFlags: kRW, parse: parse, render: render})
@@ -54,50 +54,50 @@ func init() {
 	keyCmd("bf.digest", 2, rdFast, []string{"@read", "@bloom"}, 1, 1, 1, parseKeyOnly(command.Digest), renderBulk)
 	register(&spec{name: "object", arity: -2, subs: map[string]*spec{
 		"encoding": {name: "encoding", arity: 3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
-			parse: func(s *session, a [][]byte) (*command.Cmd, string) {
-				return &command.Cmd{Op: command.Encoding, Key: a[2]}, ""
+			parse: func(s *session, a [][]byte) (command.Cmd, string) {
+				return command.Cmd{Op: command.Encoding, Key: a[2]}, ""
 			}, render: renderBulk},
 	}})
 	register(&spec{name: "memory", arity: -2, subs: map[string]*spec{
 		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
-			parse: func(s *session, a [][]byte) (*command.Cmd, string) {
-				return &command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
+			parse: func(s *session, a [][]byte) (command.Cmd, string) {
+				return command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
 			}, render: renderMemUsage},
 	}})
 }
 
-func parseKeys(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
-		return &command.Cmd{Op: op, Keys: args[1:]}, ""
+func parseKeys(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		return command.Cmd{Op: op, Keys: args[1:]}, ""
 	}
 }
 
-func parseNoKey(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) { return &command.Cmd{Op: op}, "" }
+func parseNoKey(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) { return command.Cmd{Op: op}, "" }
 }
 
-func parseFlush(op command.Op) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+func parseFlush(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		for _, a := range args[1:] {
 			if !strings.EqualFold(string(a), "ASYNC") && !strings.EqualFold(string(a), "SYNC") {
-				return nil, msgSyntax
+				return command.Cmd{}, msgSyntax
 			}
 		}
 		if len(args) > 2 {
-			return nil, msgSyntax
+			return command.Cmd{}, msgSyntax
 		}
-		return &command.Cmd{Op: op}, ""
+		return command.Cmd{Op: op}, ""
 	}
 }
 
-func parseRename(nx bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
-		return &command.Cmd{Op: command.Rename, Key: args[1], Dst: args[2], NX: nx}, ""
+func parseRename(nx bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		return command.Cmd{Op: command.Rename, Key: args[1], Dst: args[2], NX: nx}, ""
 	}
 }
 
-func parseCopy(s *session, args [][]byte) (*command.Cmd, string) {
-	c := &command.Cmd{Op: command.Copy, Key: args[1], Dst: args[2]}
+func parseCopy(s *session, args [][]byte) (command.Cmd, string) {
+	c := command.Cmd{Op: command.Copy, Key: args[1], Dst: args[2]}
 	for i := 3; i < len(args); i++ {
 		switch {
 		case strings.EqualFold(string(args[i]), "REPLACE"):
@@ -106,25 +106,25 @@ func parseCopy(s *session, args [][]byte) (*command.Cmd, string) {
 			i++
 			db, ok := parseLL(args[i])
 			if !ok {
-				return nil, msgNotInteger
+				return command.Cmd{}, msgNotInteger
 			}
 			if db != int64(s.db) {
-				return nil, "ERR COPY to another database is not supported"
+				return command.Cmd{}, "ERR COPY to another database is not supported"
 			}
 		default:
-			return nil, msgSyntax
+			return command.Cmd{}, msgSyntax
 		}
 	}
 	return c, ""
 }
 
-func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
+func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
 		v, ok := parseLL(args[2])
 		if !ok {
-			return nil, msgNotInteger
+			return command.Cmd{}, msgNotInteger
 		}
-		c := &command.Cmd{Op: command.Expire, Key: args[1]}
+		c := command.Cmd{Op: command.Expire, Key: args[1]}
 		for _, a := range args[3:] {
 			var cond uint8
 			switch strings.ToUpper(string(a)) {
@@ -137,22 +137,22 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (*command.C
 			case "LT":
 				cond = command.CondLT
 			default:
-				return nil, "ERR Unsupported option " + sanitize(string(a), 128)
+				return command.Cmd{}, "ERR Unsupported option " + sanitize(string(a), 128)
 			}
 			if c.Field != command.CondNone && c.Field != cond {
-				return nil, "ERR NX and XX, GT or LT options at the same time are not compatible"
+				return command.Cmd{}, "ERR NX and XX, GT or LT options at the same time are not compatible"
 			}
 			c.Field = cond
 		}
 		name := strings.ToLower(string(args[0]))
 		if v > math.MaxInt64/unit || v < math.MinInt64/unit {
-			return nil, "ERR invalid expire time in '" + name + "' command"
+			return command.Cmd{}, "ERR invalid expire time in '" + name + "' command"
 		}
 		ms := v * unit
 		now := s.srv.opts.Now().UnixMilli()
 		if !absolute {
 			if ms > math.MaxInt64-now {
-				return nil, "ERR invalid expire time in '" + name + "' command"
+				return command.Cmd{}, "ERR invalid expire time in '" + name + "' command"
 			}
 			ms += now
 		}
@@ -161,28 +161,28 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (*command.C
 	}
 }
 
-func parseTTL(ms bool) func(*session, [][]byte) (*command.Cmd, string) {
-	return func(s *session, args [][]byte) (*command.Cmd, string) {
-		return &command.Cmd{Op: command.TTL, Key: args[1], Flag: ms}, ""
+func parseTTL(ms bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		return command.Cmd{Op: command.TTL, Key: args[1], Flag: ms}, ""
 	}
 }
 
-func parseKeysPattern(s *session, args [][]byte) (*command.Cmd, string) {
-	return &command.Cmd{Op: command.Keys, Data: args[1]}, ""
+func parseKeysPattern(s *session, args [][]byte) (command.Cmd, string) {
+	return command.Cmd{Op: command.Keys, Data: args[1]}, ""
 }
 
 var knownTypes = map[string]bool{"string": true, "list": true, "set": true, "zset": true, "hash": true,
 	"stream": true, "mbbloom--": true, "mbbloomcf": true}
 
-func parseScan(s *session, args [][]byte) (*command.Cmd, string) {
+func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 	cur, err := parseUint(args[1])
 	if err {
-		return nil, "ERR invalid cursor"
+		return command.Cmd{}, "ERR invalid cursor"
 	}
-	c := &command.Cmd{Op: command.Scan, Iter: cur}
+	c := command.Cmd{Op: command.Scan, Iter: cur}
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return nil, msgSyntax
+			return command.Cmd{}, msgSyntax
 		}
 		switch strings.ToUpper(string(args[i])) {
 		case "MATCH":
@@ -190,20 +190,20 @@ func parseScan(s *session, args [][]byte) (*command.Cmd, string) {
 		case "COUNT":
 			n, ok := parseLL(args[i+1])
 			if !ok {
-				return nil, msgNotInteger
+				return command.Cmd{}, msgNotInteger
 			}
 			if n < 1 {
-				return nil, msgSyntax
+				return command.Cmd{}, msgSyntax
 			}
 			c.Count = n
 		case "TYPE":
 			t := strings.ToLower(string(args[i+1]))
 			if !knownTypes[t] {
-				return nil, "ERR unknown type name '" + sanitize(string(args[i+1]), 128) + "'"
+				return command.Cmd{}, "ERR unknown type name '" + sanitize(string(args[i+1]), 128) + "'"
 			}
 			c.Dst = args[i+1]
 		default:
-			return nil, msgSyntax
+			return command.Cmd{}, msgSyntax
 		}
 	}
 	return c, ""
@@ -217,24 +217,24 @@ func parseUint(b []byte) (int64, bool) {
 	return v, false
 }
 
-func parseSet(s *session, args [][]byte) (*command.Cmd, string) {
+func parseSet(s *session, args [][]byte) (command.Cmd, string) {
 	if len(args) != 3 {
-		return nil, msgSyntax
+		return command.Cmd{}, msgSyntax
 	}
-	return &command.Cmd{Op: command.Set, Key: args[1], Data: args[2]}, ""
+	return command.Cmd{Op: command.Set, Key: args[1], Data: args[2]}, ""
 }
 
 // parseRestore: RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
 // [FREQ f]. The expiry is made absolute here, on the receiving node.
-func parseRestore(s *session, args [][]byte) (*command.Cmd, string) {
+func parseRestore(s *session, args [][]byte) (command.Cmd, string) {
 	ttl, ok := parseLL(args[2])
 	if !ok {
-		return nil, msgNotInteger
+		return command.Cmd{}, msgNotInteger
 	}
 	if ttl < 0 {
-		return nil, "ERR Invalid TTL value, must be >= 0"
+		return command.Cmd{}, "ERR Invalid TTL value, must be >= 0"
 	}
-	c := &command.Cmd{Op: command.Restore, Key: args[1], Data: args[3]}
+	c := command.Cmd{Op: command.Restore, Key: args[1], Data: args[3]}
 	abs := false
 	for i := 4; i < len(args); i++ {
 		switch strings.ToUpper(string(args[i])) {
@@ -244,20 +244,20 @@ func parseRestore(s *session, args [][]byte) (*command.Cmd, string) {
 			abs = true
 		case "IDLETIME", "FREQ":
 			if i+1 >= len(args) {
-				return nil, msgSyntax
+				return command.Cmd{}, msgSyntax
 			}
 			if v, ok := parseLL(args[i+1]); !ok || v < 0 {
-				return nil, msgNotInteger
+				return command.Cmd{}, msgNotInteger
 			}
 			i++
 		default:
-			return nil, msgSyntax
+			return command.Cmd{}, msgSyntax
 		}
 	}
 	if ttl > 0 && !abs {
 		now := s.srv.opts.Now().UnixMilli()
 		if ttl > math.MaxInt64-now {
-			return nil, "ERR Invalid TTL value, must be >= 0"
+			return command.Cmd{}, "ERR Invalid TTL value, must be >= 0"
 		}
 		ttl += now
 	}

@@ -42,6 +42,10 @@ type session struct {
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
+	// readCmd and readRes are reused by every read, so the read path
+	// allocates nothing per request.
+	readCmd command.Cmd
+	readRes keyspace.Result
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -193,7 +197,9 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		// command that waits in the batch keeps its own copy of the list
 		// (the bytes themselves stay put until the batch is answered).
 		c.Items, c.Keys = slices.Clone(c.Items), slices.Clone(c.Keys)
-		s.pending = append(s.pending, c)
+		pc := new(command.Cmd)
+		*pc = c
+		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
 		return
 	}
@@ -202,12 +208,13 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.w.Error(wireError(err))
 		return
 	}
-	r := s.srv.backend.State().Read(c)
-	s.renderResult(sp, c, &r)
+	s.readCmd = c
+	s.srv.backend.State().ReadInto(&s.readCmd, &s.readRes)
+	s.renderResult(sp, &s.readCmd, &s.readRes)
 }
 
 func (s *session) readBarrier() error {
-	if s.barrierDone {
+	if s.barrierDone || s.stale {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)

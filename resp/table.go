@@ -20,7 +20,7 @@ type spec struct {
 	module   bool     // a BF/CF command: has a key spec block
 
 	// parse turns arguments into a keyspace command, or an error reply.
-	parse func(s *session, args [][]byte) (*command.Cmd, string)
+	parse func(s *session, args [][]byte) (command.Cmd, string)
 	// render writes a keyspace result.
 	render func(w *Writer, c *command.Cmd, r *keyspace.Result)
 	// run executes a command that does not touch the keyspace.
@@ -69,7 +69,7 @@ var (
 
 // module registers a BF/CF command with RedisBloom's COMMAND INFO shape.
 func module(name string, arity int, flags []string, cats []string, keyFlags []string,
-	parse func(*session, [][]byte) (*command.Cmd, string),
+	parse func(*session, [][]byte) (command.Cmd, string),
 	render func(*Writer, *command.Cmd, *keyspace.Result)) {
 	register(&spec{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1,
 		cats: cats, keyFlags: keyFlags, module: true, parse: parse, render: render})
