@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // Fsync policies for the Raft log, like Redis's appendfsync.
@@ -49,7 +50,8 @@ type Options struct {
 	// Fsync is the log's durability policy. Default FsyncAlways.
 	Fsync string
 	// FlushInterval is how often changed chunks are written to the image.
-	// Default 5s.
+	// Longer means less rewriting of hot chunks, and more log to replay at
+	// start-up. Default 30s.
 	FlushInterval time.Duration
 	// SnapshotThreshold is the number of log entries after which a snapshot
 	// lets the log be truncated. Default 8192.
@@ -83,7 +85,7 @@ func (o *Options) ensureDefaults() error {
 		return fmt.Errorf("replication: fsync must be always, everysec or no, not %q", o.Fsync)
 	}
 	if o.FlushInterval <= 0 {
-		o.FlushInterval = 5 * time.Second
+		o.FlushInterval = 30 * time.Second
 	}
 	if o.SnapshotThreshold == 0 {
 		o.SnapshotThreshold = 8192
@@ -172,7 +174,12 @@ func (n *Node) startRaft() error {
 	o := n.opts
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	var err error
-	n.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(o.DataDir, "raft.db"), NoSync: o.Fsync != FsyncAlways})
+	// The freelist is rebuilt on open instead of written on every commit:
+	// with a log of many pages, writing it made each commit slow.
+	n.logs, err = raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(o.DataDir, "raft.db"), NoSync: o.Fsync != FsyncAlways,
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
 	if err != nil {
 		return err
 	}
@@ -364,19 +371,34 @@ type proposed struct {
 	err     error
 }
 
-// maxBatch bounds the commands group-committed into one log entry.
-const maxBatch = 4096
+// maxBatch bounds the commands group-committed into one log entry, and
+// maxInflight the entries handed to Raft and not yet committed. Raft itself
+// writes every entry waiting in its queue with one fsync, so several
+// entries in flight keep the log busy; measured with redis-benchmark
+// (50 clients), 16 beat 1, 2, 4, 64 and 256.
+const (
+	maxBatch    = 4096
+	maxInflight = 16
+)
 
-// batcher is the group commit: proposals that arrive while the previous
-// entry is being handed to Raft share the next entry.
+// batcher is the group commit: proposals that arrive while it is busy, or
+// while maxInflight entries are being committed, share the next entry; and
+// Raft stores every queued entry with one fsync.
 func (n *Node) batcher() {
 	defer n.wg.Done()
+	slots := make(chan struct{}, maxInflight)
 	for {
 		var p *proposal
 		select {
 		case <-n.stop:
 			return
 		case p = <-n.proposals:
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-n.stop:
+			p.done <- proposed{err: command.ErrNoLeader}
+			return
 		}
 		batch := []*proposal{p}
 		total := len(p.cmds)
@@ -395,7 +417,10 @@ func (n *Node) batcher() {
 			all = append(all, q.cmds...)
 		}
 		fut := n.raft.Apply(command.EncodeBatch(all), 10*time.Second)
-		go finish(fut, batch)
+		go func() {
+			finish(fut, batch)
+			<-slots
+		}()
 	}
 }
 

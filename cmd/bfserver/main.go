@@ -52,7 +52,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
 	fs.StringVar(&c.fsync, "fsync", "always", "log durability: always, everysec or no")
-	fs.DurationVar(&c.flushInterval, "flush-interval", 5*time.Second, "how often changed filter chunks are written to the image")
+	fs.DurationVar(&c.flushInterval, "flush-interval", 30*time.Second, "how often changed filter chunks are written to the image")
 	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
