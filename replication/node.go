@@ -346,6 +346,13 @@ func (n *Node) closeStores() {
 // State is the local keyspace.
 func (n *Node) State() *keyspace.Keyspace { return n.fsm.ks.Load() }
 
+// Ready reports whether this node can serve: its state is loaded (Open
+// returned) and a leader is known.
+func (n *Node) Ready() bool {
+	_, id := n.raft.LeaderWithID()
+	return id != ""
+}
+
 // IsLeader reports whether this node leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 

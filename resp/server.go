@@ -126,6 +126,7 @@ type Server struct {
 	stats struct {
 		connections, commands, rejected atomic.Int64
 	}
+	negatives atomic.Int64 // membership checks answered 0
 }
 
 // New creates a server; call Serve or ListenAndServe.

@@ -39,6 +39,7 @@ type session struct {
 	// replies go: they are flushed before any other reply is written.
 	pending  []*command.Cmd
 	pendSpec []*spec
+	pendT0   []time.Time
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
@@ -128,6 +129,7 @@ func (s *session) loop() {
 // order: unknown command, authentication, arity, MULTI queueing.
 func (s *session) dispatch(args [][]byte) {
 	s.srv.stats.commands.Add(1)
+	t0 := time.Now()
 	sp := lookupSpec(args[0])
 	if sp == nil {
 		s.flushPending()
@@ -159,11 +161,11 @@ func (s *session) dispatch(args [][]byte) {
 		s.w.Simple("QUEUED")
 		return
 	}
-	s.execute(sp, args)
+	s.execute(sp, args, t0)
 }
 
 // execute runs a command whose arity is known to be right.
-func (s *session) execute(sp *spec, args [][]byte) {
+func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 	if sp.subs != nil && len(args) > 1 {
 		sub := sp.subs[strings.ToLower(string(args[1]))]
 		if sub == nil {
@@ -180,13 +182,17 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	}
 	if sp.run != nil {
 		s.flushPending()
+		from := len(s.w.buf)
 		sp.run(s, args)
+		s.account(sp, from, t0)
 		return
 	}
 	c, errMsg := sp.parse(s, args)
 	if errMsg != "" {
 		s.flushPending()
+		from := len(s.w.buf)
 		s.w.Error(errMsg)
+		s.account(sp, from, t0)
 		return
 	}
 	c.DB = s.db
@@ -201,16 +207,27 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		*pc = c
 		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
+		s.pendT0 = append(s.pendT0, t0)
 		return
 	}
 	s.flushPending()
+	from := len(s.w.buf)
 	if err := s.readBarrier(); err != nil {
 		s.w.Error(wireError(err))
+		s.account(sp, from, t0)
 		return
 	}
 	s.readCmd = c
 	s.srv.backend.State().ReadInto(&s.readCmd, &s.readRes)
+	if c.Op == command.BFExists || c.Op == command.CFExists {
+		for _, v := range s.readRes.Ints {
+			if v == 0 {
+				s.srv.negatives.Add(1)
+			}
+		}
+	}
 	s.renderResult(sp, &s.readCmd, &s.readRes)
+	s.account(sp, from, t0)
 }
 
 func (s *session) readBarrier() error {
@@ -240,17 +257,19 @@ func (s *session) flushPending() {
 	if len(s.pending) == 0 {
 		return
 	}
-	cmds, specs := s.pending, s.pendSpec
-	s.pending, s.pendSpec = nil, nil
+	cmds, specs, t0s := s.pending, s.pendSpec, s.pendT0
+	s.pending, s.pendSpec, s.pendT0 = nil, nil, nil
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
 	res, err := s.srv.backend.Write(ctx, cmds)
 	cancel()
 	for i, c := range cmds {
+		from := len(s.w.buf)
 		if err != nil {
 			s.w.Error(wireError(err))
-			continue
+		} else {
+			s.renderResult(specs[i], c, &res[i])
 		}
-		s.renderResult(specs[i], c, &res[i])
+		s.account(specs[i], from, t0s[i])
 	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil

@@ -31,6 +31,8 @@ type spec struct {
 	noMulti bool
 	// noAuth commands run before authentication.
 	noAuth bool
+	// stats counts calls, errors and latency (INFO commandstats, metrics).
+	stats *cmdStats
 }
 
 func (sp *spec) checkArity(n int) bool {
@@ -45,6 +47,17 @@ var commands = map[string]*spec{}
 func register(sp *spec) *spec {
 	commands[sp.name] = sp
 	return sp
+}
+
+// initStats gives every command and subcommand its counters; it runs once
+// the table is complete (zz_stats_init.go).
+func initStats() {
+	for _, sp := range commands {
+		sp.stats = new(cmdStats)
+		for _, sub := range sp.subs {
+			sub.stats = new(cmdStats)
+		}
+	}
 }
 
 func lookupSpec(name []byte) *spec {

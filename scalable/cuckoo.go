@@ -255,6 +255,8 @@ func (c *Cuckoo) Tables() []*engine.CuckooTable { return c.filters }
 type CuckooInfo struct {
 	Size, NumBuckets, NumFilters, NumItems, NumDeletes uint64
 	BucketSize, MaxIterations, Expansion               uint16
+	// Slots is the number of fingerprint slots across sub-filters.
+	Slots uint64
 }
 
 // Info is a consistent snapshot of the filter's counters.
@@ -266,6 +268,7 @@ func (c *Cuckoo) Info() CuckooInfo {
 		NumBuckets: c.numBuckets, NumFilters: uint64(len(c.filters)),
 		NumItems: c.numItems, NumDeletes: c.numDeletes,
 		BucketSize: c.bucketSize, MaxIterations: c.maxIterations, Expansion: c.expansion,
+		Slots: c.bytes(),
 	}
 }
 

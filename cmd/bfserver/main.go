@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bfserver/bfserver/admin"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
@@ -34,6 +35,7 @@ type config struct {
 	trailingLogs   uint64
 	inMemory       bool
 	debugAddr      string
+	httpAddr       string
 	requirePass    string
 	maxClients     int
 	maxFilterBytes uint64
@@ -57,6 +59,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
+	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
@@ -135,6 +138,18 @@ func main() {
 	if err := srv.Listen(); err != nil {
 		fmt.Fprintln(os.Stderr, "bfserver:", err)
 		os.Exit(1)
+	}
+	if c.httpAddr != "" {
+		src := admin.Sources{Server: srv, State: backend.State}
+		if node != nil {
+			src.Replication, src.Ready = node.ReplicationInfo, node.Ready
+		}
+		ln, err := net.Listen("tcp", c.httpAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bfserver:", err)
+			os.Exit(1)
+		}
+		go func() { log.Error("http", "err", http.Serve(ln, admin.Handler(src))) }()
 	}
 	log.Info("bfserver ready", "addr", srv.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "in_memory", c.inMemory)
 	sig := make(chan os.Signal, 1)
