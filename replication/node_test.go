@@ -3,6 +3,8 @@ package replication
 import (
 	"context"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,4 +45,35 @@ func TestNoReadBeforeReadiness(t *testing.T) {
 	if r := n.State().Read(&command.Cmd{Op: command.BFExists, Key: []byte("k"), Items: [][]byte{[]byte("x")}}); r.Ints[0] != 1 {
 		t.Fatal("read after write missed it")
 	}
+}
+
+// TestCoalescerFreshIndex: every caller gets an index obtained after it
+// asked, while concurrent callers share rounds.
+func TestCoalescerFreshIndex(t *testing.T) {
+	var commit, calls atomic.Uint64
+	c := newCoalescer(func(context.Context) (uint64, error) {
+		calls.Add(1)
+		time.Sleep(time.Millisecond) // a round takes a while, like a heartbeat
+		return commit.Load(), nil
+	})
+	var wg sync.WaitGroup
+	for g := 0; g < 50; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				v := commit.Add(1)
+				idx, err := c.do(context.Background())
+				if err != nil || idx < v {
+					t.Errorf("index %d for a read issued at %d", idx, v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n >= 5000 {
+		t.Fatalf("%d rounds for 5000 reads: nothing shared", n)
+	}
+	t.Logf("%d rounds for 5000 reads", calls.Load())
 }

@@ -50,13 +50,17 @@ func (p *peerPool) close() {
 // coalescer shares one call of fn among every caller that arrives before
 // it starts: concurrent linearizable reads need one read index, not one
 // each. A caller only joins a round that has not started, so the index it
-// gets was obtained after it asked.
+// gets was obtained after it asked. Up to maxRounds run at once, so a
+// caller that arrives mid-round starts the next one at once instead of
+// waiting for the current one to finish.
 type coalescer struct {
 	fn      func(context.Context) (uint64, error)
 	mu      sync.Mutex
-	next    *round
-	running bool
+	next    *round // not started; new callers join it
+	running int
 }
+
+const maxRounds = 4
 
 type round struct {
 	done chan struct{}
@@ -74,10 +78,11 @@ func (c *coalescer) do(ctx context.Context) (uint64, error) {
 	if r == nil {
 		r = &round{done: make(chan struct{})}
 		c.next = r
-		if !c.running {
-			c.running = true
-			go c.loop()
-		}
+	}
+	if c.running < maxRounds {
+		c.running++
+		c.next = nil
+		go c.run(r)
 	}
 	c.mu.Unlock()
 	select {
@@ -88,20 +93,18 @@ func (c *coalescer) do(ctx context.Context) (uint64, error) {
 	}
 }
 
-func (c *coalescer) loop() {
-	for {
-		c.mu.Lock()
-		r := c.next
-		c.next = nil
-		if r == nil {
-			c.running = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
+// run completes a round, then starts the waiting one, if any, in its place.
+func (c *coalescer) run(r *round) {
+	for r != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		r.idx, r.err = c.fn(ctx)
 		cancel()
 		close(r.done)
+		c.mu.Lock()
+		r, c.next = c.next, nil
+		if r == nil {
+			c.running--
+		}
+		c.mu.Unlock()
 	}
 }

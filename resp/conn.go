@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -53,16 +52,16 @@ func init() {
 	conn("unwatch", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, func(s *session, a [][]byte) { s.w.Simple("OK") })
 	conn("wait", 3, []string{}, []string{"@slow", "@connection"}, cmdWait)
 	conn("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
-	conn("config", -2, nil, nil, nil).subs = map[string]*spec{
+	conn("config", -2, nil, []string{"@admin", "@slow", "@dangerous"}, nil).subs = map[string]*spec{
 		"get":       {name: "get", arity: -3, run: func(s *session, a [][]byte) { cmdConfigGet(s, a[2:]) }},
 		"set":       {name: "set", arity: -4, run: cmdConfigSet},
 		"resetstat": {name: "resetstat", arity: 2, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
 		"rewrite":   {name: "rewrite", arity: 2, run: func(s *session, a [][]byte) { s.w.Error("ERR The server is running without a config file") }},
 	}
-	conn("module", -2, nil, nil, nil).subs = map[string]*spec{
+	conn("module", -2, nil, []string{"@admin", "@slow", "@dangerous"}, nil).subs = map[string]*spec{
 		"list": {name: "list", arity: 2, run: cmdModuleList},
 	}
-	conn("client", -2, nil, nil, nil).subs = map[string]*spec{
+	conn("client", -2, nil, []string{"@slow", "@connection"}, nil).subs = map[string]*spec{
 		"setname": {name: "setname", arity: 3, run: cmdClientSetName},
 		"getname": {name: "getname", arity: 2, run: func(s *session, a [][]byte) {
 			if n := *s.name.Load(); n != "" {
@@ -120,17 +119,15 @@ func validName(b []byte) bool {
 	return true
 }
 
-// checkAuth validates a user and password: the only user is "default",
-// which needs RequirePass if one is set and accepts anything otherwise.
+// checkAuth validates a user and password and, on success, makes the
+// session that user.
 func (s *session) checkAuth(user, pass []byte) bool {
-	if string(user) != "default" {
+	u := s.srv.users[string(user)]
+	if u == nil || !u.checkPassword(pass) {
 		return false
 	}
-	want := s.srv.opts.RequirePass
-	if want == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare([]byte(want), pass) == 1
+	s.user = u
+	return true
 }
 
 func cmdAuth(s *session, a [][]byte) {
@@ -260,6 +257,7 @@ func cmdReset(s *session, a [][]byte) {
 	s.name.Store(&empty)
 	s.stale = s.srv.stale.Load()
 	s.authed = s.srv.opts.RequirePass == ""
+	s.user = s.srv.users["default"]
 	s.w.Simple("RESET")
 }
 

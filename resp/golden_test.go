@@ -328,3 +328,82 @@ func TestReadPathAllocations(t *testing.T) {
 		t.Fatalf("%.2f allocations per BF.MEXISTS", allocs)
 	}
 }
+
+// TestAccessRules covers every access error word: NOAUTH before AUTH,
+// WRONGPASS for bad credentials, NOPERM for a command outside a user's
+// categories, and what each user may do.
+func TestAccessRules(t *testing.T) {
+	reader, err := resp.ParseUser("reader on >rpass ~* +@read +@connection")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, _ := resp.ParseUser("writer on >wpass allkeys +@bloom +@connection -bf.reserve")
+	off, _ := resp.ParseUser("gone off >x +@all")
+	srv := resp.New(resp.Options{Addr: "127.0.0.1:0", RequirePass: "secret", Users: []*resp.User{reader, writer, off}}, memstore.New())
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, x := range s {
+			out[i] = []byte(x)
+		}
+		return out
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"BF.ADD", "k", "x"}, "-NOAUTH Authentication required.\r\n"},
+		{[]string{"AUTH", "wrong"}, "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{[]string{"AUTH", "gone", "x"}, "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{[]string{"HELLO", "3", "AUTH", "writer", "nope"}, "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{[]string{"AUTH", "secret"}, "+OK\r\n"},
+		{[]string{"BF.ADD", "k", "x"}, ":1\r\n"},
+		{[]string{"AUTH", "writer", "wpass"}, "+OK\r\n"},
+		{[]string{"BF.ADD", "k", "y"}, ":1\r\n"},
+		{[]string{"BF.RESERVE", "k2", "0.01", "10"}, "-NOPERM User writer has no permissions to run the 'bf.reserve' command\r\n"},
+		{[]string{"CF.ADD", "c", "x"}, "-NOPERM User writer has no permissions to run the 'cf.add' command\r\n"},
+		{[]string{"FLUSHALL"}, "-NOPERM User writer has no permissions to run the 'flushall' command\r\n"},
+		{[]string{"AUTH", "reader", "rpass"}, "+OK\r\n"},
+		{[]string{"BF.EXISTS", "k", "x"}, ":1\r\n"},
+		{[]string{"CF.EXISTS", "c", "x"}, ":0\r\n"},
+		{[]string{"BF.ADD", "k", "z"}, "-NOPERM User reader has no permissions to run the 'bf.add' command\r\n"},
+		{[]string{"CONFIG", "SET", "bf-error-rate", "0.1"}, "-NOPERM User reader has no permissions to run the 'config' command\r\n"},
+		{[]string{"PING"}, "+PONG\r\n"},
+	}
+	cl := dial(t, srv)
+	for _, c := range cases {
+		if got := string(cl.do(t, b(c.args...))); got != c.want {
+			t.Errorf("%v: got %q want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// TestProtectedMode: with no password, a client from outside the local
+// addresses gets Redis's DENIED reply; a local one is served.
+func TestProtectedMode(t *testing.T) {
+	srv := resp.New(resp.Options{Addr: "127.0.0.1:0", ProtectedMode: true,
+		Local: func(a net.Addr) bool { return a.(*net.TCPAddr).IP.Equal(net.IPv4(127, 0, 0, 1)) }}, memstore.New())
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(line, "-DENIED Redis is running in protected mode") {
+		t.Fatalf("outside client got %q", line)
+	}
+	if got := string(dial(t, srv).do(t, [][]byte{[]byte("PING")})); got != "+PONG\r\n" {
+		t.Fatalf("local client got %q", got)
+	}
+}

@@ -9,10 +9,11 @@ import (
 )
 
 var (
-	catKeyW  = []string{"@keyspace", "@write", "@fast"}
-	catKeyWS = []string{"@keyspace", "@write", "@slow"}
-	catKeyR  = []string{"@keyspace", "@read", "@fast"}
-	catKeyRS = []string{"@keyspace", "@read", "@slow"}
+	catKeyW   = []string{"@keyspace", "@write", "@fast"}
+	catKeyWS  = []string{"@keyspace", "@write", "@slow"}
+	catKeyR   = []string{"@keyspace", "@read", "@fast"}
+	catKeyRS  = []string{"@keyspace", "@read", "@slow"}
+	catDanger = []string{"@keyspace", "@write", "@slow", "@dangerous"}
 )
 
 func keyCmd(name string, arity int, flags, cats []string, first, last, step int,
@@ -45,8 +46,8 @@ func init() {
 	keyCmd("scan", -2, rd, catKeyRS, 0, 0, 0, parseScan, renderScan)
 	keyCmd("dbsize", 1, rdFast, catKeyR, 0, 0, 0, parseNoKey(command.DBSize), renderInt)
 	keyCmd("randomkey", 1, rd, catKeyRS, 0, 0, 0, parseNoKey(command.RandomKey), renderBulk)
-	keyCmd("flushdb", -1, wr, catKeyWS, 0, 0, 0, parseFlush(command.FlushDB), renderOK)
-	keyCmd("flushall", -1, wr, catKeyWS, 0, 0, 0, parseFlush(command.FlushAll), renderOK)
+	keyCmd("flushdb", -1, wr, catDanger, 0, 0, 0, parseFlush(command.FlushDB), renderOK)
+	keyCmd("flushall", -1, wr, catDanger, 0, 0, 0, parseFlush(command.FlushAll), renderOK)
 	keyCmd("set", -3, []string{"write", "denyoom"}, []string{"@write", "@string", "@slow"}, 1, 1, 1, parseSet, renderSet)
 	keyCmd("get", 2, rdFast, []string{"@read", "@string", "@fast"}, 1, 1, 1, parseKeyOnly(command.Get), renderBulk)
 	keyCmd("dump", 2, rd, catKeyRS, 1, 1, 1, parseKeyOnly(command.Dump), renderBulk)

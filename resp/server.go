@@ -56,6 +56,16 @@ type Options struct {
 	MaxClients int
 	// RequirePass, if set, makes the default user need AUTH.
 	RequirePass string
+	// ProtectedMode refuses clients from outside Local with Redis's DENIED
+	// reply while the default user has no password. Default false here;
+	// cmd/bfserver turns it on, as Redis does.
+	ProtectedMode bool
+	// Local says which client addresses protected mode lets in. Default:
+	// loopback addresses.
+	Local func(net.Addr) bool
+	// Users are ACL users besides "default" (see ParseUser). A client that
+	// authenticates as one of them may run only what its rules allow.
+	Users []*User
 	// Module holds the bf-*/cf-* settings (CONFIG GET/SET). Default
 	// DefaultModuleConfig().
 	Module *ModuleConfig
@@ -97,6 +107,9 @@ func (o *Options) ensureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Local == nil {
+		o.Local = isLoopback
+	}
 	if o.ExpireInterval <= 0 {
 		o.ExpireInterval = 100 * time.Millisecond
 	}
@@ -112,7 +125,8 @@ type Server struct {
 	backend Backend
 	cluster Cluster // nil for a backend that does not replicate
 	module  moduleState
-	stale   atomic.Bool // default read consistency of new connections
+	users   map[string]*User // read-only after New
+	stale   atomic.Bool      // default read consistency of new connections
 	start   time.Time
 
 	ln      net.Listener
@@ -134,6 +148,10 @@ func New(opts Options, b Backend) *Server {
 	opts.ensureDefaults()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
 	s.module.cfg = *opts.Module
+	s.users = map[string]*User{"default": defaultUser(opts.RequirePass)}
+	for _, u := range opts.Users {
+		s.users[u.Name] = u
+	}
 	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
@@ -212,6 +230,12 @@ func (s *Server) serveConn(nc net.Conn) {
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
 		return
 	}
+	if s.opts.ProtectedMode && s.opts.RequirePass == "" && !s.opts.Local(nc.RemoteAddr()) {
+		s.mu.Unlock()
+		s.stats.rejected.Add(1)
+		nc.Write([]byte("-" + msgDenied + "\r\n"))
+		return
+	}
 	sess := newSession(s, nc)
 	s.clients[sess.id] = sess
 	s.mu.Unlock()
@@ -222,6 +246,13 @@ func (s *Server) serveConn(nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	sess.loop()
+}
+
+func isLoopback(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return a.Network() == "unix"
 }
 
 // clientList snapshots the connected sessions.

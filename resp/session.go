@@ -24,6 +24,7 @@ type session struct {
 
 	db      uint8
 	authed  bool
+	user    *User // who the client authenticated as (default before AUTH)
 	name    atomic.Pointer[string]
 	libName string
 	libVer  string
@@ -51,7 +52,7 @@ type session struct {
 
 func newSession(s *Server, nc net.Conn) *session {
 	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(),
-		authed: s.opts.RequirePass == "", stale: s.stale.Load()}
+		authed: s.opts.RequirePass == "", stale: s.stale.Load(), user: s.users["default"]}
 	sess.w.proto = 2
 	empty := ""
 	sess.name.Store(&empty)
@@ -152,6 +153,14 @@ func (s *session) dispatch(args [][]byte) {
 		s.w.Error(arityError(sp.name))
 		return
 	}
+	if !s.user.may(sp.name, sp.cats) && !sp.noAuth {
+		s.flushPending()
+		if s.multi {
+			s.dirty = true
+		}
+		s.w.Error(noPermission(s.user.Name, sp.name))
+		return
+	}
 	if s.multi && !sp.noMulti {
 		q := make([][]byte, len(args))
 		for i, a := range args {
@@ -176,6 +185,11 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		if !sub.checkArity(len(args)) {
 			s.flushPending()
 			s.w.Error(arityError(sp.name + "|" + sub.name))
+			return
+		}
+		if !s.user.may(sp.name+"|"+sub.name, sp.cats) {
+			s.flushPending()
+			s.w.Error(noPermission(s.user.Name, sp.name+"|"+sub.name))
 			return
 		}
 		sp = sub

@@ -36,6 +36,8 @@ type config struct {
 	inMemory       bool
 	debugAddr      string
 	httpAddr       string
+	protected      bool
+	users          userFlags
 	requirePass    string
 	maxClients     int
 	maxFilterBytes uint64
@@ -60,6 +62,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
+	fs.BoolVar(&c.protected, "protected-mode", true, "with no password, refuse clients that are not on loopback")
+	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password +@read +@bloom" (repeatable)`)
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
@@ -101,6 +105,20 @@ func parseFlags(args []string) (*config, error) {
 	return c, nil
 }
 
+// userFlags collects repeated --user flags.
+type userFlags []*resp.User
+
+func (u *userFlags) String() string { return fmt.Sprint(len(*u), " users") }
+
+func (u *userFlags) Set(v string) error {
+	user, err := resp.ParseUser(v)
+	if err != nil {
+		return err
+	}
+	*u = append(*u, user)
+	return nil
+}
+
 func main() {
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -133,6 +151,7 @@ func main() {
 	}
 	srv := resp.New(resp.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
+		ProtectedMode: c.protected, Users: c.users,
 		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
 	}, backend)
 	if err := srv.Listen(); err != nil {
