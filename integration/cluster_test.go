@@ -28,10 +28,14 @@ func freeAddrOn(t testing.TB, ip string) string {
 // startCluster runs nodes on the given loopback IPs: the first bootstraps,
 // the others join through it.
 func startCluster(t *testing.T, ips []string, args ...string) []*node {
+	return startClusterTLS(t, ips, nil, args...)
+}
+
+func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node {
 	t.Helper()
 	var nodes []*node
 	for i, ip := range ips {
-		n := &node{t: t, addr: freeAddrOn(t, ip), raftAddr: freeAddrOn(t, ip), dataDir: t.TempDir()}
+		n := &node{t: t, addr: freeAddrOn(t, ip), raftAddr: freeAddrOn(t, ip), dataDir: t.TempDir(), tls: p}
 		n.args = append([]string{"--node-id", fmt.Sprintf("n%d", i+1)}, args...)
 		if i > 0 {
 			n.args = append(n.args, "--join", nodes[0].addr)
@@ -52,7 +56,11 @@ func startCluster(t *testing.T, ips []string, args ...string) []*node {
 
 // replInfo parses INFO replication; empty when the node does not answer.
 func replInfo(n *node) map[string]string {
-	c := redis.NewClient(&redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	opts := &redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second}
+	if n.tls != nil {
+		opts.TLSConfig = n.tls.client(n.addr).Options().TLSConfig
+	}
+	c := redis.NewClient(opts)
 	defer c.Close()
 	cx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

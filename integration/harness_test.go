@@ -43,6 +43,7 @@ type node struct {
 	raftAddr string
 	dataDir  string
 	args     []string
+	tls      *pki // when set, clients speak TLS with this PKI
 }
 
 func freeAddr(t testing.TB) string {
@@ -108,6 +109,11 @@ func (n *node) stop() {
 }
 
 func (n *node) client(proto int) *redis.Client {
+	if n.tls != nil {
+		c := n.tls.client(n.addr)
+		n.t.Cleanup(func() { c.Close() })
+		return c
+	}
 	c := redis.NewClient(&redis.Options{Addr: n.addr, Protocol: proto, MaxRetries: -1})
 	n.t.Cleanup(func() { c.Close() })
 	return c

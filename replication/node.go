@@ -62,6 +62,9 @@ type Options struct {
 	// HeartbeatTimeout and ElectionTimeout tune failure detection.
 	// Default 500ms each.
 	HeartbeatTimeout, ElectionTimeout time.Duration
+	// TLS, if set, makes Raft and forwarded traffic mutual TLS: only nodes
+	// with a certificate from the cluster's CA may take part.
+	TLS *TLS
 	// MaxFilterBytes caps forwarded commands the way the RESP layer caps
 	// local ones. Default 512 MiB.
 	MaxFilterBytes uint64
@@ -146,7 +149,7 @@ func Open(opts Options) (*Node, error) {
 	// Generations start apart: Raft may report this node as leader a moment
 	// before the notification that starts its readiness entry arrives.
 	n.leaderGen.Store(1)
-	n.peers = newPeerPool(opts.Password, dialFrom(opts.RaftAddr))
+	n.peers = newPeerPool(opts.Password, dialFrom(opts.RaftAddr), opts.TLS)
 	n.reads = newCoalescer(n.readIndexRound)
 	var err error
 	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), Logger: opts.Logger}); err != nil {
@@ -199,7 +202,7 @@ func (n *Node) startRaft() error {
 			return fmt.Errorf("installing snapshot %s: %w", metas[0].ID, err)
 		}
 	}
-	stream, err := newStreamLayer(o.RaftAddr)
+	stream, err := newStreamLayer(o.RaftAddr, o.TLS)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"sync"
 	"time"
@@ -15,11 +16,12 @@ type peerPool struct {
 	mu       sync.Mutex
 	password string
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	tls      *TLS
 	clients  map[string]*redis.Client
 }
 
-func newPeerPool(password string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *peerPool {
-	return &peerPool{password: password, dial: dial, clients: map[string]*redis.Client{}}
+func newPeerPool(password string, dial func(ctx context.Context, network, addr string) (net.Conn, error), t *TLS) *peerPool {
+	return &peerPool{password: password, dial: dial, tls: t, clients: map[string]*redis.Client{}}
 }
 
 func (p *peerPool) get(addr string) *redis.Client {
@@ -27,13 +29,32 @@ func (p *peerPool) get(addr string) *redis.Client {
 	defer p.mu.Unlock()
 	c := p.clients[addr]
 	if c == nil {
-		c = redis.NewClient(&redis.Options{
-			Addr: addr, Password: p.password, Protocol: 2, Dialer: p.dial,
+		opts := &redis.Options{
+			Addr: addr, Password: p.password, Protocol: 2,
 			DialTimeout: 2 * time.Second, PoolSize: 32,
 			MaxRetries:            -1, // a forwarded write is not idempotent: never resend
 			ContextTimeoutEnabled: true,
 			DisableIdentity:       true,
-		})
+		}
+		if p.tls != nil {
+			cfg := p.tls.clientFor(addr)
+			base := p.dial
+			opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := base(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				tc := tls.Client(conn, cfg)
+				if err := tc.HandshakeContext(ctx); err != nil {
+					conn.Close()
+					return nil, err
+				}
+				return tc, nil
+			}
+		} else {
+			opts.Dialer = p.dial
+		}
+		c = redis.NewClient(opts)
 		p.clients[addr] = c
 	}
 	return c

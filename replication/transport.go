@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 
@@ -12,17 +13,40 @@ import (
 // leave from this node's own address. On a host with several addresses
 // (or nodes on 127.0.0.11–13 in tests) traffic between nodes is then
 // attributable to them, so firewalls and partitions work per node.
+//
+// With TLS set, both ends authenticate: the listener requires a client
+// certificate signed by the cluster's CA, and dialing verifies the peer's.
 type streamLayer struct {
 	ln     net.Listener
 	dialer net.Dialer
+	tls    *TLS
 }
 
-func newStreamLayer(bind string) (*streamLayer, error) {
+// TLS holds mutual-TLS settings for traffic between nodes (Raft and
+// forwarded commands). Server must require and verify client
+// certificates; Client carries this node's certificate and the CA.
+type TLS struct {
+	Server, Client *tls.Config
+}
+
+// clientFor returns the client config for one peer address.
+func (t *TLS) clientFor(addr string) *tls.Config {
+	c := t.Client.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		c.ServerName = host
+	}
+	return c
+}
+
+func newStreamLayer(bind string, t *TLS) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
-	return &streamLayer{ln: ln, dialer: localDialer(bind)}, nil
+	if t != nil {
+		ln = tls.NewListener(ln, t.Server)
+	}
+	return &streamLayer{ln: ln, dialer: localDialer(bind), tls: t}, nil
 }
 
 // localDialer dials from the IP of addr when it names one.
@@ -39,7 +63,10 @@ func localDialer(addr string) net.Dialer {
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := s.dialer
 	d.Timeout = timeout
-	return d.Dial("tcp", string(addr))
+	if s.tls == nil {
+		return d.Dial("tcp", string(addr))
+	}
+	return tls.DialWithDialer(&d, "tcp", string(addr), s.tls.clientFor(string(addr)))
 }
 
 func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }

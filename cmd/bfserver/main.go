@@ -4,6 +4,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,6 +39,11 @@ type config struct {
 	debugAddr      string
 	httpAddr       string
 	protected      bool
+	tlsCert        string
+	tlsKey         string
+	tlsCA          string
+	tlsAuthClients string
+	tlsCluster     bool
 	users          userFlags
 	requirePass    string
 	maxClients     int
@@ -62,6 +69,11 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
+	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "serve RESP over TLS with this certificate (PEM)")
+	fs.StringVar(&c.tlsKey, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
+	fs.StringVar(&c.tlsCA, "tls-ca-cert-file", "", "CA that signs client and peer certificates (PEM)")
+	fs.StringVar(&c.tlsAuthClients, "tls-auth-clients", "yes", "require client certificates: yes, no or optional (needs --tls-ca-cert-file)")
+	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS for Raft and forwarded traffic; only nodes with a certificate from the CA may join")
 	fs.BoolVar(&c.protected, "protected-mode", true, "with no password, refuse clients that are not on loopback")
 	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password +@read +@bloom" (repeatable)`)
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
@@ -105,6 +117,53 @@ func parseFlags(args []string) (*config, error) {
 	return c, nil
 }
 
+// tlsConfigs builds the client-facing TLS config and, with --tls-cluster,
+// the mutual-TLS configs between nodes. TLS 1.2 is the minimum.
+func tlsConfigs(c *config) (*tls.Config, *replication.TLS, error) {
+	if c.tlsCert == "" && c.tlsKey == "" {
+		if c.tlsCluster {
+			return nil, nil, fmt.Errorf("--tls-cluster needs --tls-cert-file, --tls-key-file and --tls-ca-cert-file")
+		}
+		return nil, nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	server := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	var pool *x509.CertPool
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return nil, nil, err
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("%s: no certificate", c.tlsCA)
+		}
+		server.ClientCAs = pool
+		switch c.tlsAuthClients {
+		case "yes":
+			server.ClientAuth = tls.RequireAndVerifyClientCert
+		case "optional":
+			server.ClientAuth = tls.VerifyClientCertIfGiven
+		case "no":
+		default:
+			return nil, nil, fmt.Errorf("--tls-auth-clients must be yes, no or optional")
+		}
+	}
+	if !c.tlsCluster {
+		return server, nil, nil
+	}
+	if pool == nil {
+		return nil, nil, fmt.Errorf("--tls-cluster needs --tls-ca-cert-file")
+	}
+	peerServer := server.Clone()
+	peerServer.ClientAuth = tls.RequireAndVerifyClientCert
+	peerClient := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return server, &replication.TLS{Server: peerServer, Client: peerClient}, nil
+}
+
 // userFlags collects repeated --user flags.
 type userFlags []*resp.User
 
@@ -132,6 +191,11 @@ func main() {
 	if c.debugAddr != "" {
 		go func() { log.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
 	}
+	serverTLS, clusterTLS, err := tlsConfigs(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bfserver:", err)
+		os.Exit(2)
+	}
 	var backend resp.Backend
 	var node *replication.Node
 	if c.inMemory {
@@ -141,6 +205,7 @@ func main() {
 		node, err = replication.Open(replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RESPAddr: c.addr, DataDir: c.dataDir,
 			Join: c.join, Password: c.requirePass, Fsync: c.fsync, FlushInterval: c.flushInterval,
+			TLS:               clusterTLS,
 			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, MaxFilterBytes: c.maxFilterBytes, Logger: log,
 		})
 		if err != nil {
@@ -151,7 +216,7 @@ func main() {
 	}
 	srv := resp.New(resp.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
-		ProtectedMode: c.protected, Users: c.users,
+		ProtectedMode: c.protected, Users: c.users, TLS: serverTLS,
 		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
 	}, backend)
 	if err := srv.Listen(); err != nil {

@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pki is a throwaway CA and one certificate it signed for 127.0.0.0/8 use.
+type pki struct {
+	caFile, certFile, keyFile string
+	pool                      *x509.CertPool
+	cert                      tls.Certificate
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newPKI(t *testing.T, name string) *pki {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 11), net.IPv4(127, 0, 0, 12), net.IPv4(127, 0, 0, 13)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	p := &pki{caFile: filepath.Join(dir, "ca.pem"), certFile: filepath.Join(dir, "cert.pem"), keyFile: filepath.Join(dir, "key.pem")}
+	writePEM(t, p.caFile, "CERTIFICATE", caDER)
+	writePEM(t, p.certFile, "CERTIFICATE", der)
+	writePEM(t, p.keyFile, "EC PRIVATE KEY", keyDER)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(caCert)
+	p.cert, _ = tls.LoadX509KeyPair(p.certFile, p.keyFile)
+	return p
+}
+
+func (p *pki) flags(extra ...string) []string {
+	return append([]string{"--tls-cert-file", p.certFile, "--tls-key-file", p.keyFile, "--tls-ca-cert-file", p.caFile}, extra...)
+}
+
+func (p *pki) client(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 3, MaxRetries: -1,
+		TLSConfig: &tls.Config{ServerName: "127.0.0.1", RootCAs: p.pool, Certificates: []tls.Certificate{p.cert}, MinVersion: tls.VersionTLS12}})
+}
+
+// TestTLSClients: go-redis over TLS works, plain TCP is refused, TLS 1.1
+// is refused, and redis-cli --tls works where it is built with TLS.
+func TestTLSClients(t *testing.T) {
+	p := newPKI(t, "bfserver")
+	n := start(t, p.flags("--tls-auth-clients", "no")...)
+	c := p.client(n.addr)
+	defer c.Close()
+	if err := c.Do(ctx(t), "BF.ADD", "k", "x").Err(); err != nil {
+		t.Fatalf("TLS client: %v", err)
+	}
+	if v, err := c.Do(ctx(t), "BF.EXISTS", "k", "x").Bool(); err != nil || !v {
+		t.Fatalf("TLS BF.EXISTS = %v, %v", v, err)
+	}
+	if err := n.client(2).Ping(ctx(t)).Err(); err == nil {
+		t.Fatal("plain TCP client served on a TLS port")
+	}
+	old := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1", MaxVersion: tls.VersionTLS11}
+	if conn, err := tls.Dial("tcp", n.addr, old); err == nil {
+		conn.Close()
+		t.Fatal("TLS 1.1 accepted")
+	}
+	cli := needTool(t, "redis-cli", "redis-tools")
+	host, port, _ := net.SplitHostPort(n.addr)
+	out, err := exec.Command(cli, "--tls", "--cacert", p.caFile, "-h", host, "-p", port, "BF.EXISTS", "k", "x").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		if strings.Contains(string(out), "not supported") || strings.Contains(string(out), "Unrecognized option") {
+			t.Logf("redis-cli lacks TLS support: %s", out)
+			return
+		}
+		t.Fatalf("redis-cli --tls: %v %s", err, out)
+	}
+}
+
+// TestTLSClusterRejectsStrangers: three nodes talk mutual TLS; a node with
+// a certificate from another CA cannot join, and the cluster keeps three
+// members and serves writes through any of them.
+func TestTLSClusterRejectsStrangers(t *testing.T) {
+	p := newPKI(t, "cluster")
+	nodes := startClusterTLS(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, p, p.flags("--tls-cluster")...)
+	for _, n := range nodes {
+		c := p.client(n.addr)
+		if err := c.Do(ctx(t), "BF.ADD", "k", n.addr).Err(); err != nil {
+			t.Fatalf("write through %s: %v", n.addr, err)
+		}
+		c.Close()
+	}
+	stranger := newPKI(t, "stranger")
+	s := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(),
+		args: stranger.flags("--tls-cluster", "--node-id", "stranger", "--join", nodes[0].addr)}
+	s.launch()
+	c := p.client(nodes[0].addr)
+	defer c.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		m, err := c.Do(ctx(t), "BFCLUSTER", "MEMBERS").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) != 3 {
+			t.Fatalf("cluster has %d members after a stranger tried to join", len(m))
+		}
+		time.Sleep(200 * time.Millisecond) // watching the membership for a while
+	}
+}
