@@ -93,13 +93,26 @@ func parseFlags(args []string) (*config, error) {
 	fs.Int64Var(&c.module.CFMaxIterations, "cf-max-iterations", c.module.CFMaxIterations, "default Cuckoo MAXITERATIONS")
 	fs.Int64Var(&c.module.CFExpansion, "cf-expansion-factor", c.module.CFExpansion, "default Cuckoo EXPANSION")
 	fs.Int64Var(&c.module.CFMaxExpansions, "cf-max-expansions", c.module.CFMaxExpansions, "sub-filters after which Cuckoo inserts are refused")
-	// Environment variables fill flags not given on the command line.
+	fs.String("config", "", "a config file of `name value` lines (redis.conf style, flag names)")
+	// One source of truth, in rising precedence: defaults, the config
+	// file, BFSERVER_* environment variables, command-line flags.
+	if path := configPath(args); path != "" {
+		if err := loadConfigFile(fs, path); err != nil {
+			return nil, err
+		}
+	}
+	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "BFSERVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			fs.Set(f.Name, v)
+		if v, ok := os.LookupEnv(env); ok && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s: %w", env, err)
+			}
 		}
 	})
+	if envErr != nil {
+		return nil, envErr
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -162,6 +175,51 @@ func tlsConfigs(c *config) (*tls.Config, *replication.TLS, error) {
 	peerServer.ClientAuth = tls.RequireAndVerifyClientCert
 	peerClient := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return server, &replication.TLS{Server: peerServer, Client: peerClient}, nil
+}
+
+// configPath finds --config on the command line before the flags are
+// parsed, since the file must apply first.
+func configPath(args []string) string {
+	for i, a := range args {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "config" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if hasVal {
+			return val
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// loadConfigFile applies "name value" lines; # starts a comment, and a
+// value may be double-quoted. Names are the flag names.
+func loadConfigFile(fs *flag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, val, _ := strings.Cut(line, " ")
+		val = strings.TrimSpace(val)
+		if uq, err := strconv.Unquote(val); err == nil {
+			val = uq
+		}
+		if name == "config" || fs.Lookup(name) == nil {
+			return fmt.Errorf("%s:%d: unknown setting %q", path, i+1, name)
+		}
+		if err := fs.Set(name, val); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", path, i+1, name, err)
+		}
+	}
+	return nil
 }
 
 // userFlags collects repeated --user flags.

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestConfigPrecedence: defaults < config file < environment < flags.
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bf.conf")
+	os.WriteFile(file, []byte("# comment\nmaxclients 50\nbf-error-rate 0.05\nrequirepass \"from file\"\nfsync everysec\n"), 0o600)
+	t.Setenv("BFSERVER_MAXCLIENTS", "60")
+	c, err := parseFlags([]string{"--config", file, "--fsync", "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.maxClients != 60 || c.module.BFErrorRate != 0.05 || c.requirePass != "from file" || c.fsync != "no" {
+		t.Fatalf("got maxclients %d, error rate %v, requirepass %q, fsync %q", c.maxClients, c.module.BFErrorRate, c.requirePass, c.fsync)
+	}
+	if c.raftAddr != "127.0.0.1:16379" {
+		t.Fatalf("default raft address %q", c.raftAddr)
+	}
+	os.WriteFile(file, []byte("nosuchsetting 1\n"), 0o600)
+	if _, err := parseFlags([]string{"--config=" + file}); err == nil {
+		t.Fatal("unknown setting accepted")
+	}
+}
