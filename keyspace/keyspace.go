@@ -384,6 +384,21 @@ func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
 	return keys, expires
 }
 
+// Bytes is the memory the values of every database account for (the sum
+// of MemoryUsage), for the total memory cap.
+func (k *Keyspace) Bytes() uint64 {
+	var n uint64
+	for i := range k.dbs {
+		d := &k.dbs[i]
+		d.mu.RLock()
+		for _, v := range d.keys {
+			n += MemoryUsage(v)
+		}
+		d.mu.RUnlock()
+	}
+	return n
+}
+
 // Due lists up to max keys of a database whose expiry time has passed, for
 // the active expiry that proposes their deletion.
 func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {

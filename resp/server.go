@@ -71,6 +71,11 @@ type Options struct {
 	Module *ModuleConfig
 	// MaxFilterBytes caps one filter's bit and bucket arrays. Default 512 MiB.
 	MaxFilterBytes uint64
+	// MaxMemory caps the memory of all values together (maxmemory): write
+	// commands flagged deny-oom answer OOM once it is reached, and a
+	// RESERVE that would pass it is refused before it is proposed. The use
+	// is recounted every ExpireInterval. Default 0: no cap.
+	MaxMemory uint64
 	// Stale makes reads serve local state by default instead of
 	// linearizable reads. Default false.
 	Stale bool
@@ -127,6 +132,7 @@ type Server struct {
 	module  moduleState
 	users   map[string]*User // read-only after New
 	stale   atomic.Bool      // default read consistency of new connections
+	used    atomic.Uint64    // memory of all values, recounted for MaxMemory
 	start   time.Time
 
 	ln      net.Listener

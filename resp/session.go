@@ -11,6 +11,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 // session is one client connection's state. Only its own goroutine touches
@@ -212,6 +213,13 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 	c.DB = s.db
 	c.Now = s.srv.opts.Now().UnixMilli()
 	if c.Op.IsWrite() {
+		if sp.denyOOM && s.overMemory(&c) {
+			s.flushPending()
+			from := len(s.w.buf)
+			s.w.Error(msgOOM)
+			s.account(sp, from, t0)
+			return
+		}
 		c.MaxBytes = s.srv.opts.MaxFilterBytes
 		// The parser reuses its argument slice for the next command; a
 		// command that waits in the batch keeps its own copy of the list
@@ -242,6 +250,32 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 	}
 	s.renderResult(sp, &s.readCmd, &s.readRes)
 	s.account(sp, from, t0)
+}
+
+// overMemory reports whether a deny-oom write must be refused: the total
+// cap is reached, or the filter a RESERVE creates would pass it.
+func (s *session) overMemory(c *command.Cmd) bool {
+	max := s.srv.opts.MaxMemory
+	if max == 0 {
+		return false
+	}
+	used := s.srv.used.Load()
+	if used >= max {
+		return true
+	}
+	var need uint64
+	switch c.Op {
+	case command.BFReserve:
+		need, _ = scalable.ChainBytes(c.Capacity, c.ErrorRate, c.NonScaling || c.Expansion == 0)
+	case command.CFReserve:
+		need = scalable.CuckooBytes(scalable.CuckooParams{Capacity: c.Capacity, BucketSize: c.BucketSize})
+	}
+	if need > max-used {
+		return true
+	}
+	// Count it now: the next recount is up to ExpireInterval away.
+	s.srv.used.Add(need)
+	return false
 }
 
 func (s *session) readBarrier() error {

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/bfserver/bfserver/command"
@@ -33,6 +34,8 @@ type spec struct {
 	noAuth bool
 	// stats counts calls, errors and latency (INFO commandstats, metrics).
 	stats *cmdStats
+	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
+	denyOOM bool
 }
 
 func (sp *spec) checkArity(n int) bool {
@@ -54,6 +57,7 @@ func register(sp *spec) *spec {
 func initStats() {
 	for _, sp := range commands {
 		sp.stats = new(cmdStats)
+		sp.denyOOM = slices.Contains(sp.flags, "denyoom")
 		for _, sub := range sp.subs {
 			sub.stats = new(cmdStats)
 		}

@@ -48,6 +48,7 @@ type config struct {
 	requirePass    string
 	maxClients     int
 	maxFilterBytes uint64
+	maxMemory      uint64
 	stale          bool
 	logFormat      string
 	limits         resp.Limits
@@ -79,6 +80,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
+	fs.Uint64Var(&c.maxMemory, "maxmemory", 0, "total bytes all filters may hold; writes answer OOM beyond it (0: no cap)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.Int64Var(&c.limits.MaxBulk, "proto-max-bulk-len", 512<<20, "longest argument a client may send")
@@ -275,7 +277,7 @@ func main() {
 	srv := resp.New(resp.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
 		ProtectedMode: c.protected, Users: c.users, TLS: serverTLS,
-		MaxFilterBytes: c.maxFilterBytes, Stale: c.stale, Module: &c.module, Logger: log,
+		MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale, Module: &c.module, Logger: log,
 	}, backend)
 	if err := srv.Listen(); err != nil {
 		fmt.Fprintln(os.Stderr, "bfserver:", err)
