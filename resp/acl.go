@@ -20,6 +20,9 @@ type User struct {
 	denyCats  map[string]bool
 	allowCmds map[string]bool
 	denyCmds  map[string]bool
+	// everything: may run any command (allcommands and no denials), the
+	// common case, answered without looking anything up.
+	everything bool
 }
 
 // ParseUser reads "name rule rule ...".
@@ -63,6 +66,7 @@ func ParseUser(spec string) (*User, error) {
 			return nil, fmt.Errorf("ACL user %s: unknown rule %q", u.Name, w)
 		}
 	}
+	u.everything = u.allowCats["@all"] && len(u.denyCats) == 0 && len(u.denyCmds) == 0
 	return u, nil
 }
 
@@ -87,14 +91,17 @@ func (u *User) checkPassword(pass []byte) bool {
 // may reports whether the user may run a command (full name, e.g.
 // "client|setname") whose categories are cats.
 func (u *User) may(name string, cats []string) bool {
+	if u.everything {
+		return true
+	}
 	if u.denyCmds[name] {
 		return false
 	}
 	if parent, _, ok := strings.Cut(name, "|"); ok && u.denyCmds[parent] {
 		return false
 	}
-	for _, c := range cats {
-		if u.denyCats[strings.ToLower(c)] {
+	for _, c := range cats { // command categories are lower case
+		if u.denyCats[c] {
 			return false
 		}
 	}
@@ -105,7 +112,7 @@ func (u *User) may(name string, cats []string) bool {
 		return true
 	}
 	for _, c := range cats {
-		if u.allowCats[strings.ToLower(c)] {
+		if u.allowCats[c] {
 			return true
 		}
 	}

@@ -18,6 +18,7 @@ func ReadAllocs(srv *Server, args [][]byte, runs int) float64 {
 		s.w.buf = s.w.buf[:0]
 		s.barrierDone = false
 		s.dispatch(args)
+		s.endBatch()
 	}
 	run()
 	return testing.AllocsPerRun(runs, run)

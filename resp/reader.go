@@ -3,7 +3,6 @@ package resp
 import (
 	"bytes"
 	"errors"
-	"strconv"
 )
 
 // Limits bound what one client may send. Defaults follow Redis.
@@ -139,13 +138,28 @@ func readLine(b []byte, start int, lim *Limits, tooBig error) ([]byte, int, erro
 	return b[start : start+i], start + i + 2, nil
 }
 
-// parseInt parses a decimal int64 strictly (Redis string2ll).
+// parseInt parses the decimal length of a RESP header: an optional '-'
+// and at most 18 digits, so it cannot overflow (larger values are refused
+// by every limit anyway).
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	return v, err == nil
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func parseInline(b []byte, lim *Limits, args [][]byte) ([][]byte, int, error) {

@@ -49,6 +49,10 @@ type session struct {
 	// allocates nothing per request.
 	readCmd command.Cmd
 	readRes keyspace.Result
+	// now is read once per batch of input: the time stamped into its
+	// commands and the start of their latency.
+	now  time.Time
+	acct []accounted // commands of this batch, for the stats
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -87,6 +91,7 @@ func (s *session) loop() {
 		buf = buf[:len(buf)+n]
 		pos := 0
 		s.barrierDone = false
+		s.now = s.srv.opts.Now()
 		for !s.closing {
 			a, used, perr := parseCommand(buf[pos:], lim, s.authed, args)
 			if perr == errIncomplete {
@@ -110,6 +115,7 @@ func (s *session) loop() {
 			if _, err := s.nc.Write(s.w.buf); err != nil {
 				return
 			}
+			s.endBatch()
 			if cap(s.w.buf) > 1<<20 {
 				s.w.buf = nil
 			} else {
@@ -131,7 +137,7 @@ func (s *session) loop() {
 // order: unknown command, authentication, arity, MULTI queueing.
 func (s *session) dispatch(args [][]byte) {
 	s.srv.stats.commands.Add(1)
-	t0 := time.Now()
+	t0 := s.now
 	sp := lookupSpec(args[0])
 	if sp == nil {
 		s.flushPending()
@@ -211,7 +217,7 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		return
 	}
 	c.DB = s.db
-	c.Now = s.srv.opts.Now().UnixMilli()
+	c.Now = s.now.UnixMilli()
 	if c.Op.IsWrite() {
 		if sp.denyOOM && s.overMemory(&c) {
 			s.flushPending()

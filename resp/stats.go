@@ -74,9 +74,28 @@ func (s *Server) Negatives() int64 { return s.negatives.Load() }
 // Rejected is how many connections were refused (maxclients).
 func (s *Server) Rejected() int64 { return s.stats.rejected.Load() }
 
-// account records a command once its reply is written: whether the reply
-// starting at offset from is an error, and how long it took.
-func (s *session) account(sp *spec, from int, t0 time.Time) {
+// account notes a command once its reply is rendered: whether the reply
+// starting at offset from is an error. Its latency is known when the
+// batch's replies are written (endBatch).
+func (s *session) account(sp *spec, from int, _ time.Time) {
 	failed := from < len(s.w.buf) && s.w.buf[from] == '-'
-	sp.stats.observe(time.Since(t0), failed)
+	s.acct = append(s.acct, accounted{sp, failed})
+}
+
+type accounted struct {
+	sp     *spec
+	failed bool
+}
+
+// endBatch records every command of the batch just written: each waited
+// from the batch's arrival until now, when its reply went out.
+func (s *session) endBatch() {
+	if len(s.acct) == 0 {
+		return
+	}
+	d := s.srv.opts.Now().Sub(s.now)
+	for _, a := range s.acct {
+		a.sp.stats.observe(d, a.failed)
+	}
+	s.acct = s.acct[:0]
 }
