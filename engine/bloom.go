@@ -173,7 +173,14 @@ func (b *Bloom) Test(h Hash) bool {
 }
 
 // Add sets the item's bits and reports whether any of them was clear.
+//
+// With up to 32 hashes it reads every word first and sets bits after: the
+// reads are independent, so their cache misses overlap, whereas a locked
+// OR between them would wait for each miss in turn.
 func (b *Bloom) Add(h Hash) bool {
+	if b.Hashes <= 32 {
+		return b.addBatched(h)
+	}
 	flipped := false
 	p := b.start(h)
 	for i := uint32(0); i < b.Hashes; i++ {
@@ -183,6 +190,32 @@ func (b *Bloom) Add(h Hash) bool {
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
 			atomic.OrUint64(w, mask)
+			b.mark(x >> 3)
+			flipped = true
+		}
+	}
+	return flipped
+}
+
+func (b *Bloom) addBatched(h Hash) bool {
+	var xs, ws [32]uint64
+	k := int(b.Hashes)
+	p := b.start(h)
+	for i := 0; i < k; i++ {
+		xs[i] = p.r
+		b.next(&p, h)
+	}
+	for i := 0; i < k; i++ {
+		ws[i] = atomic.LoadUint64(&b.words[xs[i]>>6])
+	}
+	flipped := false
+	for i := 0; i < k; i++ {
+		x := xs[i]
+		mask := uint64(1) << (x & 63)
+		if ws[i]&mask == 0 {
+			// ws may predate an OR of this call to the same word; setting a
+			// bit twice is harmless, and the first time it was clear.
+			atomic.OrUint64(&b.words[x>>6], mask)
 			b.mark(x >> 3)
 			flipped = true
 		}
