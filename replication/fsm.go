@@ -32,9 +32,10 @@ type fsm struct {
 	applied   atomic.Uint64
 	members   map[string]string // node id → RESP address; under mu
 
-	wmu     sync.Mutex
-	advance chan struct{} // closed and replaced whenever applied moves
-	syncLog func() error  // forces the raft log to disk before an image write
+	wmu      sync.Mutex
+	advance  chan struct{}            // closed and replaced whenever applied moves
+	syncLog  func() error             // forces the raft log to disk before an image write
+	onConfig func(raft.Configuration) // told every committed membership
 }
 
 const membersKey = "members"
@@ -138,7 +139,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 // StoreConfiguration implements raft.ConfigurationStore. Membership
 // entries carry no data for the keyspace, but they take log indexes that a
 // read may wait for, so applied must move past them too.
-func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
+func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
+	if f.onConfig != nil {
+		f.onConfig(c)
+	}
 	if index > f.applied.Load() {
 		f.setApplied(index)
 	}
