@@ -59,6 +59,11 @@ type Options struct {
 	// TrailingLogs is how many entries stay after a snapshot, so a briefly
 	// absent follower catches up from the log. Default 10240.
 	TrailingLogs uint64
+	// SnapshotLogBytes also triggers a snapshot once this many bytes were
+	// logged since the last one: a few large entries (LOADCHUNK, RESTORE)
+	// must not leave gigabytes to replay at start-up. A clean shutdown
+	// snapshots too when more than a tenth of it is pending. Default 512 MiB.
+	SnapshotLogBytes uint64
 	// HeartbeatTimeout and ElectionTimeout tune failure detection.
 	// Default 500ms each.
 	HeartbeatTimeout, ElectionTimeout time.Duration
@@ -96,6 +101,9 @@ func (o *Options) ensureDefaults() error {
 	if o.TrailingLogs == 0 {
 		o.TrailingLogs = 10240
 	}
+	if o.SnapshotLogBytes == 0 {
+		o.SnapshotLogBytes = 512 << 20
+	}
 	if o.HeartbeatTimeout <= 0 {
 		o.HeartbeatTimeout = 500 * time.Millisecond
 	}
@@ -130,6 +138,10 @@ type Node struct {
 	// new leader serves reads only after an entry of its own term commits.
 	leaderGen atomic.Uint64
 	readyGen  atomic.Uint64
+	// logBytes counts bytes proposed since the last snapshot this node
+	// asked for; snapping guards against asking twice at once.
+	logBytes atomic.Uint64
+	snapping atomic.Bool
 	// voters is the number of voters in the latest known configuration.
 	// A leader that is the only voter cannot be deposed behind its back,
 	// so its reads need no heartbeat round.
@@ -334,6 +346,12 @@ func (n *Node) joinLoop() {
 func (n *Node) Close() error {
 	var err error
 	n.shutOnce.Do(func() {
+		if n.logBytes.Load() > n.opts.SnapshotLogBytes/10 && !n.snapping.Load() {
+			// Start-up then loads the image instead of replaying the log.
+			if err := n.raft.Snapshot().Error(); err != nil {
+				n.log.Warn("snapshot at shutdown", "err", err)
+			}
+		}
 		close(n.stop)
 		err = n.raft.Shutdown().Error()
 		n.wg.Wait()
@@ -434,12 +452,31 @@ func (n *Node) batcher() {
 		for _, q := range batch {
 			all = append(all, q.cmds...)
 		}
-		fut := n.raft.Apply(command.EncodeBatch(all), 10*time.Second)
+		data := command.EncodeBatch(all)
+		fut := n.raft.Apply(data, 10*time.Second)
+		if n.logBytes.Add(uint64(len(data))) > n.opts.SnapshotLogBytes {
+			n.snapshotAsync()
+		}
 		go func() {
 			finish(fut, batch)
 			<-slots
 		}()
 	}
+}
+
+// snapshotAsync asks Raft for a snapshot unless one is already under way.
+func (n *Node) snapshotAsync() {
+	if !n.snapping.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.snapping.Store(false)
+		if err := n.raft.Snapshot().Error(); err != nil {
+			n.log.Warn("snapshot by log size", "err", err)
+			return
+		}
+		n.logBytes.Store(0)
+	}()
 }
 
 func finish(fut raft.ApplyFuture, batch []*proposal) {

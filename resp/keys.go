@@ -2,6 +2,7 @@ package resp
 
 import (
 	"math"
+	"runtime/debug"
 	"strings"
 
 	"github.com/bfserver/bfserver/command"
@@ -59,7 +60,11 @@ func init() {
 				return command.Cmd{Op: command.Encoding, Key: a[2]}, ""
 			}, render: renderBulk},
 	}})
-	register(&spec{name: "memory", arity: -2, subs: map[string]*spec{
+	register(&spec{name: "memory", arity: -2, cats: []string{"@slow"}, subs: map[string]*spec{
+		"purge": {name: "purge", arity: 2, run: func(s *session, a [][]byte) {
+			debug.FreeOSMemory()
+			s.w.Simple("OK")
+		}},
 		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
 			parse: func(s *session, a [][]byte) (command.Cmd, string) {
 				return command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
