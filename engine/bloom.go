@@ -160,7 +160,28 @@ func (b *Bloom) next(p *probe, h Hash) {
 }
 
 // Test reports whether every one of the item's bits is set.
+//
+// With up to 32 hashes it loads every word before looking at any, so the
+// cache misses of a large filter overlap instead of waiting on each other.
 func (b *Bloom) Test(h Hash) bool {
+	if b.Hashes <= 32 {
+		var xs, ws [32]uint64
+		k := int(b.Hashes)
+		p := b.start(h)
+		for i := 0; i < k; i++ {
+			xs[i] = p.r
+			b.next(&p, h)
+		}
+		for i := 0; i < k; i++ {
+			ws[i] = atomic.LoadUint64(&b.words[xs[i]>>6])
+		}
+		for i := 0; i < k; i++ {
+			if ws[i]&(1<<(xs[i]&63)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	p := b.start(h)
 	for i := uint32(0); i < b.Hashes; i++ {
 		x := p.r
