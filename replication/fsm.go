@@ -82,6 +82,9 @@ func (f *fsm) setApplied(i uint64) {
 
 // waitApplied returns once the local state includes index i.
 func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
+	if f.applied.Load() >= i {
+		return nil
+	}
 	for {
 		f.wmu.Lock()
 		ch := f.advance

@@ -641,6 +641,14 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 	if stale {
 		return nil
 	}
+	// The only voter, leading and ready, knows its commit index is current:
+	// no round to share, so no hand-off to the coalescer's goroutine.
+	if n.voters.Load() == 1 && n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() {
+		if err := n.fsm.waitApplied(ctx, n.raft.CommitIndex()); err != nil {
+			return command.ErrTimeout
+		}
+		return nil
+	}
 	for {
 		idx, err := n.reads.do(ctx)
 		if err == nil {
