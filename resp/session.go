@@ -41,7 +41,6 @@ type session struct {
 	// replies go: they are flushed before any other reply is written.
 	pending  []*command.Cmd
 	pendSpec []*spec
-	pendT0   []time.Time
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
@@ -137,7 +136,6 @@ func (s *session) loop() {
 // order: unknown command, authentication, arity, MULTI queueing.
 func (s *session) dispatch(args [][]byte) {
 	s.srv.stats.commands.Add(1)
-	t0 := s.now
 	sp := lookupSpec(args[0])
 	if sp == nil {
 		s.flushPending()
@@ -177,11 +175,11 @@ func (s *session) dispatch(args [][]byte) {
 		s.w.Simple("QUEUED")
 		return
 	}
-	s.execute(sp, args, t0)
+	s.execute(sp, args)
 }
 
 // execute runs a command whose arity is known to be right.
-func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
+func (s *session) execute(sp *spec, args [][]byte) {
 	if sp.subs != nil && len(args) > 1 {
 		sub := sp.subs[strings.ToLower(string(args[1]))]
 		if sub == nil {
@@ -205,7 +203,7 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		s.flushPending()
 		from := len(s.w.buf)
 		sp.run(s, args)
-		s.account(sp, from, t0)
+		s.account(sp, from)
 		return
 	}
 	c, errMsg := sp.parse(s, args)
@@ -213,7 +211,7 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		s.flushPending()
 		from := len(s.w.buf)
 		s.w.Error(errMsg)
-		s.account(sp, from, t0)
+		s.account(sp, from)
 		return
 	}
 	c.DB = s.db
@@ -223,7 +221,7 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 			s.flushPending()
 			from := len(s.w.buf)
 			s.w.Error(msgOOM)
-			s.account(sp, from, t0)
+			s.account(sp, from)
 			return
 		}
 		c.MaxBytes = s.srv.opts.MaxFilterBytes
@@ -235,14 +233,13 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		*pc = c
 		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
-		s.pendT0 = append(s.pendT0, t0)
 		return
 	}
 	s.flushPending()
 	from := len(s.w.buf)
 	if err := s.readBarrier(); err != nil {
 		s.w.Error(wireError(err))
-		s.account(sp, from, t0)
+		s.account(sp, from)
 		return
 	}
 	s.readCmd = c
@@ -255,7 +252,7 @@ func (s *session) execute(sp *spec, args [][]byte, t0 time.Time) {
 		}
 	}
 	s.renderResult(sp, &s.readCmd, &s.readRes)
-	s.account(sp, from, t0)
+	s.account(sp, from)
 }
 
 // overMemory reports whether a deny-oom write must be refused: the total
@@ -311,8 +308,8 @@ func (s *session) flushPending() {
 	if len(s.pending) == 0 {
 		return
 	}
-	cmds, specs, t0s := s.pending, s.pendSpec, s.pendT0
-	s.pending, s.pendSpec, s.pendT0 = nil, nil, nil
+	cmds, specs := s.pending, s.pendSpec
+	s.pending, s.pendSpec = nil, nil
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
 	res, err := s.srv.backend.Write(ctx, cmds)
 	cancel()
@@ -323,7 +320,7 @@ func (s *session) flushPending() {
 		} else {
 			s.renderResult(specs[i], c, &res[i])
 		}
-		s.account(specs[i], from, t0s[i])
+		s.account(specs[i], from)
 	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil

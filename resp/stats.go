@@ -77,7 +77,7 @@ func (s *Server) Rejected() int64 { return s.stats.rejected.Load() }
 // account notes a command once its reply is rendered: whether the reply
 // starting at offset from is an error. Its latency is known when the
 // batch's replies are written (endBatch).
-func (s *session) account(sp *spec, from int, _ time.Time) {
+func (s *session) account(sp *spec, from int) {
 	failed := from < len(s.w.buf) && s.w.buf[from] == '-'
 	s.acct = append(s.acct, accounted{sp, failed})
 }
