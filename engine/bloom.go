@@ -166,15 +166,7 @@ func (b *Bloom) next(p *probe, h Hash) {
 func (b *Bloom) Test(h Hash) bool {
 	if b.Hashes <= 32 {
 		var xs, ws [32]uint64
-		k := int(b.Hashes)
-		p := b.start(h)
-		for i := 0; i < k; i++ {
-			xs[i] = p.r
-			b.next(&p, h)
-		}
-		for i := 0; i < k; i++ {
-			ws[i] = atomic.LoadUint64(&b.words[xs[i]>>6])
-		}
+		k := b.probe(h, &xs, &ws)
 		for i := 0; i < k; i++ {
 			if ws[i]&(1<<(xs[i]&63)) == 0 {
 				return false
@@ -218,8 +210,9 @@ func (b *Bloom) Add(h Hash) bool {
 	return flipped
 }
 
-func (b *Bloom) addBatched(h Hash) bool {
-	var xs, ws [32]uint64
+// probe fills xs with the item's positions and ws with the words holding
+// them, every load issued before any is used; it returns k (at most 32).
+func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 	k := int(b.Hashes)
 	p := b.start(h)
 	for i := 0; i < k; i++ {
@@ -229,6 +222,12 @@ func (b *Bloom) addBatched(h Hash) bool {
 	for i := 0; i < k; i++ {
 		ws[i] = atomic.LoadUint64(&b.words[xs[i]>>6])
 	}
+	return k
+}
+
+func (b *Bloom) addBatched(h Hash) bool {
+	var xs, ws [32]uint64
+	k := b.probe(h, &xs, &ws)
 	flipped := false
 	for i := 0; i < k; i++ {
 		x := xs[i]

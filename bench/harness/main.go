@@ -381,24 +381,7 @@ func memory() {
 		// Touch every page as a full filter would: write each chunk.
 		c := bf.client()
 		ctx := context.Background()
-		hdr, err := c.Do(ctx, "BF.SCANDUMP", "m", 0).Slice()
-		check(err)
-		_ = hdr
-		it := int64(1)
-		for {
-			res, err := c.Do(ctx, "BF.SCANDUMP", "m", it).Slice()
-			check(err)
-			next := res[0].(int64)
-			if next == 0 {
-				break
-			}
-			data := []byte(res[1].(string))
-			for i := range data {
-				data[i] = byte(rand.Uint32())
-			}
-			check(c.Do(ctx, "BF.LOADCHUNK", "m", next, data).Err())
-			it = next
-		}
+		fillRandom(c, "m")
 		info, err := c.Do(ctx, "BF.INFO", "m", "SIZE").Slice()
 		check(err)
 		size := info[0].(int64)
@@ -409,6 +392,26 @@ func memory() {
 		fmt.Printf("filter %11d items @ %-5s: %8.1f MiB theoretical; anonymous RSS %4d MiB idle, %5d MiB filled; beyond the filter: %5.1f MiB (%.2f%% of it)\n",
 			m.n, m.err, float64(size)/(1<<20), base/1024, rss/1024, extra, 100*extra*(1<<20)/float64(size))
 		bf.stop()
+	}
+}
+
+// fillRandom writes random bytes into every chunk of a Bloom filter, so
+// every page of it is touched, through SCANDUMP/LOADCHUNK.
+func fillRandom(c *redis.Client, key string) {
+	ctx := context.Background()
+	for it := int64(1); ; {
+		res, err := c.Do(ctx, "BF.SCANDUMP", key, it).Slice()
+		check(err)
+		next := res[0].(int64)
+		if next == 0 {
+			return
+		}
+		data := []byte(res[1].(string))
+		for i := range data {
+			data[i] = byte(rand.Uint32())
+		}
+		check(c.Do(ctx, "BF.LOADCHUNK", key, next, data).Err())
+		it = next
 	}
 }
 
@@ -438,21 +441,7 @@ func startup() {
 	for f := 0; f < 4; f++ {
 		key := fmt.Sprintf("f%d", f)
 		check(c.Do(ctx, "BF.RESERVE", key, "0.01", "200000000", "NONSCALING").Err())
-		it := int64(1)
-		for {
-			res, err := c.Do(ctx, "BF.SCANDUMP", key, it).Slice()
-			check(err)
-			next := res[0].(int64)
-			if next == 0 {
-				break
-			}
-			data := []byte(res[1].(string))
-			for i := range data {
-				data[i] = byte(rand.Uint32())
-			}
-			check(c.Do(ctx, "BF.LOADCHUNK", key, next, data).Err())
-			it = next
-		}
+		fillRandom(c, key)
 	}
 	var total int64
 	for f := 0; f < 4; f++ {
