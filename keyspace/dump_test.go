@@ -104,3 +104,36 @@ func FuzzDecodeResults(f *testing.F) {
 		}
 	})
 }
+
+// TestBytesStaysExact: the running memory total equals a full recount
+// after every kind of command.
+func TestBytesStaysExact(t *testing.T) {
+	k := New()
+	items := func(p string, n int) (out [][]byte) {
+		for i := 0; i < n; i++ {
+			out = append(out, []byte(p+strconv.Itoa(i)))
+		}
+		return
+	}
+	steps := []*command.Cmd{
+		{Op: command.BFAdd, Key: []byte("b"), Items: items("x", 2000), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2},
+		{Op: command.CFAdd, Key: []byte("c"), Items: items("y", 3000), Multi: true, Capacity: 64, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64},
+		{Op: command.CFDel, Key: []byte("c"), Items: items("y", 1)},
+		{Op: command.CFCompact, Key: []byte("c")},
+		{Op: command.Set, Key: []byte("s"), Data: []byte("value")},
+		{Op: command.Rename, Key: []byte("b"), Dst: []byte("s")},
+		{Op: command.BFReserve, Key: []byte("b"), ErrorRate: 0.001, Capacity: 1000, Expansion: 2},
+		{Op: command.Del, Keys: [][]byte{[]byte("c"), []byte("missing")}},
+		{Op: command.Expire, Key: []byte("b"), Iter: 1, Now: 2},
+		{Op: command.FlushDB, DB: 1},
+		{Op: command.BFAdd, DB: 1, Key: []byte("b1"), Items: items("z", 10), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2},
+		{Op: command.FlushAll},
+	}
+	for i, c := range steps {
+		c.MaxBytes = capBytes
+		k.Apply(c)
+		if got, want := k.Bytes(), k.countBytes(); got != want {
+			t.Fatalf("step %d (%v): total %d, recount %d", i, c.Op, got, want)
+		}
+	}
+}

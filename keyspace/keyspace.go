@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
@@ -58,7 +59,8 @@ type db struct {
 // made under a write lock, and the filters are safe for one writer with many
 // readers.
 type Keyspace struct {
-	dbs [NumDBs]db
+	dbs   [NumDBs]db
+	bytes atomic.Int64 // sum of MemoryUsage over every value
 	// dirty lists the keys changed since the last TakeChanges, true when the
 	// stored image of the key must be rewritten whole. Only Apply writes it;
 	// nil until TrackChanges (a keyspace nobody persists tracks nothing).
@@ -173,6 +175,42 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 // order; read commands are accepted too so that EXEC can run a mixed
 // transaction at one point of the log.
 func (k *Keyspace) Apply(c *command.Cmd) Result {
+	if c.Op == command.FlushDB || c.Op == command.FlushAll {
+		r := k.apply(c)
+		k.bytes.Store(int64(k.countBytes()))
+		return r
+	}
+	// Keep the memory total exact: measure the keys the command touches
+	// before and after it.
+	before := k.usageOf(c)
+	r := k.apply(c)
+	k.bytes.Add(k.usageOf(c) - before)
+	return r
+}
+
+// usageOf sums MemoryUsage over the keys a command names (present or not,
+// expired included: they hold memory until removed).
+func (k *Keyspace) usageOf(c *command.Cmd) int64 {
+	d := k.db(c.DB)
+	var n int64
+	add := func(key []byte) {
+		if v := d.keys[string(key)]; v != nil {
+			n += int64(MemoryUsage(v))
+		}
+	}
+	if c.Key != nil {
+		add(c.Key)
+	}
+	if c.Dst != nil && string(c.Dst) != string(c.Key) {
+		add(c.Dst)
+	}
+	for _, key := range c.Keys {
+		add(key)
+	}
+	return n
+}
+
+func (k *Keyspace) apply(c *command.Cmd) Result {
 	switch c.Op {
 	case command.BFReserve:
 		return k.bfReserve(c)
@@ -385,8 +423,10 @@ func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
 }
 
 // Bytes is the memory the values of every database account for (the sum
-// of MemoryUsage), for the total memory cap.
-func (k *Keyspace) Bytes() uint64 {
+// of MemoryUsage), kept exact as commands apply, for the total memory cap.
+func (k *Keyspace) Bytes() uint64 { return uint64(max(0, k.bytes.Load())) }
+
+func (k *Keyspace) countBytes() uint64 {
 	var n uint64
 	for i := range k.dbs {
 		d := &k.dbs[i]
@@ -421,8 +461,12 @@ func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
 func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
 	d.mu.Lock()
+	if old := d.keys[key]; old != nil {
+		k.bytes.Add(-int64(MemoryUsage(old)))
+	}
 	d.keys[key] = v
 	d.mu.Unlock()
+	k.bytes.Add(int64(MemoryUsage(v)))
 }
 
 // Range calls fn for every key of a database, in sorted order, under the

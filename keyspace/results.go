@@ -69,7 +69,7 @@ func EncodeResults(rs []Result) []byte {
 		if r.CF != nil {
 			c := r.CF
 			for _, v := range []uint64{c.Size, c.NumBuckets, c.NumFilters, c.NumItems, c.NumDeletes,
-				uint64(c.BucketSize), uint64(c.MaxIterations), uint64(c.Expansion)} {
+				uint64(c.BucketSize), uint64(c.MaxIterations), uint64(c.Expansion), c.Slots} {
 				b = binary.AppendUvarint(b, v)
 			}
 		}
@@ -188,6 +188,7 @@ func DecodeResults(b []byte) ([]Result, error) {
 				return nil, ErrBadResults
 			}
 			r.CF.BucketSize, r.CF.MaxIterations, r.CF.Expansion = uint16(bs), uint16(mi), uint16(ex)
+			r.CF.Slots = d.uvarint()
 		}
 		if d.bad {
 			return nil, ErrBadResults

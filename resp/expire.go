@@ -20,9 +20,6 @@ func (s *Server) expireLoop() {
 			return
 		case <-t.C:
 		}
-		if s.opts.MaxMemory > 0 {
-			s.used.Store(s.backend.State().Bytes())
-		}
 		if s.cluster != nil && !s.cluster.IsLeader() {
 			continue
 		}

@@ -73,8 +73,8 @@ type Options struct {
 	MaxFilterBytes uint64
 	// MaxMemory caps the memory of all values together (maxmemory): write
 	// commands flagged deny-oom answer OOM once it is reached, and a
-	// RESERVE that would pass it is refused before it is proposed. The use
-	// is recounted every ExpireInterval. Default 0: no cap.
+	// RESERVE that would pass it is refused before it is proposed.
+	// Default 0: no cap.
 	MaxMemory uint64
 	// Stale makes reads serve local state by default instead of
 	// linearizable reads. Default false.
@@ -132,8 +132,10 @@ type Server struct {
 	module  moduleState
 	users   map[string]*User // read-only after New
 	stale   atomic.Bool      // default read consistency of new connections
-	used    atomic.Uint64    // memory of all values, recounted for MaxMemory
-	start   time.Time
+	// inflight is what accepted RESERVEs will add once applied: the
+	// recount cannot see them yet.
+	inflight atomic.Int64
+	start    time.Time
 
 	ln      net.Listener
 	stop    chan struct{}

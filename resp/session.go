@@ -41,6 +41,7 @@ type session struct {
 	// replies go: they are flushed before any other reply is written.
 	pending  []*command.Cmd
 	pendSpec []*spec
+	pendNeed int64 // bytes the pending RESERVEs were counted for
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
@@ -258,12 +259,12 @@ func (s *session) execute(sp *spec, args [][]byte) {
 // overMemory reports whether a deny-oom write must be refused: the total
 // cap is reached, or the filter a RESERVE creates would pass it.
 func (s *session) overMemory(c *command.Cmd) bool {
-	max := s.srv.opts.MaxMemory
-	if max == 0 {
+	limit := s.srv.opts.MaxMemory
+	if limit == 0 {
 		return false
 	}
-	used := s.srv.used.Load()
-	if used >= max {
+	used := s.srv.backend.State().Bytes() + uint64(max(0, s.srv.inflight.Load()))
+	if used >= limit {
 		return true
 	}
 	var need uint64
@@ -273,11 +274,12 @@ func (s *session) overMemory(c *command.Cmd) bool {
 	case command.CFReserve:
 		need = scalable.CuckooBytes(scalable.CuckooParams{Capacity: c.Capacity, BucketSize: c.BucketSize})
 	}
-	if need > max-used {
+	if need > limit-used {
 		return true
 	}
-	// Count it now: the next recount is up to ExpireInterval away.
-	s.srv.used.Add(need)
+	// Count it until it is applied: the keyspace's total cannot see it before.
+	s.srv.inflight.Add(int64(need))
+	s.pendNeed += int64(need)
 	return false
 }
 
@@ -310,6 +312,12 @@ func (s *session) flushPending() {
 	}
 	cmds, specs := s.pending, s.pendSpec
 	s.pending, s.pendSpec = nil, nil
+	if s.pendNeed != 0 {
+		// Applied (or failed) once Write returns, and then in the
+		// keyspace's total.
+		defer func(n int64) { s.srv.inflight.Add(-n) }(s.pendNeed)
+		s.pendNeed = 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
 	res, err := s.srv.backend.Write(ctx, cmds)
 	cancel()
