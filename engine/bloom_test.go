@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestProbePositions checks the division-free probe against the definition,
+// (a + i·b) mod m in wrapping uint64 arithmetic, bit by bit: for filters of
+// odd sizes, legacy power-of-two links and k above the batched limit.
+func TestProbePositions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	params := []BloomParams{}
+	for _, c := range []struct {
+		entries uint64
+		err     float64
+	}{{1, 0.01}, {7, 0.1}, {1000, 0.01}, {12345, 0.001}, {100, 1e-12}} {
+		p, ok := SizeBloom(c.entries, c.err)
+		if !ok {
+			t.Fatal("SizeBloom refused", c)
+		}
+		params = append(params, p)
+	}
+	legacy, _ := SizeBloom(1000, 0.01)
+	legacy.N2 = 12
+	params = append(params, legacy)
+	many, _ := SizeBloom(100, 0.01)
+	many.Hashes = 40 // the unbatched path
+	params = append(params, many)
+
+	for _, p := range params {
+		mod := p.Bits
+		if p.N2 > 0 {
+			mod = uint64(1) << p.N2
+		}
+		for n := 0; n < 2000; n++ {
+			h := Hash{rng.Uint64(), rng.Uint64()}
+			if n%5 == 0 {
+				h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
+			}
+			b := NewBloom(p)
+			if !b.Add(h) {
+				t.Fatalf("%+v: first Add of %x reported no new bit", p, h)
+			}
+			want := map[uint64]bool{}
+			for i := uint64(0); i < uint64(p.Hashes); i++ {
+				want[(h.A+i*h.B)%mod] = true
+			}
+			got := map[uint64]bool{}
+			for x := uint64(0); x < p.Bits; x++ {
+				if b.words[x>>6]&(1<<(x&63)) != 0 {
+					got[x] = true
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%+v hash %x: %d bits set, want %d", p, h, len(got), len(want))
+			}
+			for x := range want {
+				if !got[x] {
+					t.Fatalf("%+v hash %x: bit %d not set", p, h, x)
+				}
+			}
+			if !b.Test(h) || b.Add(h) {
+				t.Fatalf("%+v hash %x: Test false or second Add flipped a bit", p, h)
+			}
+		}
+	}
+}
+
+// TestTestAgreesWithBits checks both lookup paths (bit by bit for a small
+// filter, loads first for one above cacheResident) against the bits
+// themselves, for added items and for fresh ones.
+func TestTestAgreesWithBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, entries := range []uint64{2000, 10_000_000} {
+		p, _ := SizeBloom(entries, 0.01)
+		b := NewBloom(p)
+		if entries > 5000 && b.Bytes <= cacheResident {
+			t.Fatalf("%d entries make %d bytes: not above cacheResident", entries, b.Bytes)
+		}
+		added := make([]Hash, 20000)
+		for i := range added {
+			added[i] = Hash{rng.Uint64(), rng.Uint64()}
+			b.Add(added[i])
+		}
+		pos, neg := 0, 0
+		for n := 0; n < 40000; n++ {
+			h := Hash{rng.Uint64(), rng.Uint64()}
+			if n%2 == 0 {
+				h = added[n/2]
+			}
+			want := true
+			for i := uint64(0); i < uint64(p.Hashes); i++ {
+				x := (h.A + i*h.B) % p.Bits
+				if b.words[x>>6]&(1<<(x&63)) == 0 {
+					want = false
+				}
+			}
+			if n%2 == 0 && !want {
+				t.Fatalf("%d entries: added hash %x has a clear bit", entries, h)
+			}
+			if b.Test(h) != want {
+				t.Fatalf("%d entries, hash %x: Test %v, bits say %v", entries, h, !want, want)
+			}
+			if want {
+				pos++
+			} else {
+				neg++
+			}
+		}
+		if pos == 0 || neg == 0 {
+			t.Fatalf("%d entries: %d positive and %d negative lookups; both paths need both", entries, pos, neg)
+		}
+	}
+}
