@@ -20,6 +20,11 @@ const version = 1
 // allocate without bound: counts are checked against the bytes remaining.
 const maxBatch = 1 << 20
 
+// minCmdBytes is the smallest encoding of a command (every field empty or
+// zero): a count beyond the bytes left divided by it is corrupt, which
+// bounds what decoding allocates to a small multiple of the entry's size.
+const minCmdBytes = 26
+
 // EncodeBatch encodes commands that are applied together as one log entry.
 func EncodeBatch(cmds []*Cmd) []byte {
 	b := make([]byte, 0, 64*len(cmds))
@@ -175,12 +180,16 @@ func DecodeBatch(b []byte) ([]*Cmd, error) {
 	}
 	r := &reader{b: b[1:]}
 	n := r.uvarint()
-	if r.err != nil || n > maxBatch || n > uint64(len(r.b)) {
+	if r.err != nil || n > maxBatch || n > uint64(len(r.b))/minCmdBytes {
 		return nil, ErrCorrupt
 	}
+	// One allocation for every command of the entry: an entry holds up to
+	// thousands, and the state machine decodes each on the write path.
+	slab := make([]Cmd, n)
 	cmds := make([]*Cmd, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		c := &Cmd{Op: Op(r.byte()), DB: r.byte(), Now: r.varint()}
+		c := &slab[i]
+		c.Op, c.DB, c.Now = Op(r.byte()), r.byte(), r.varint()
 		c.Key = r.bytes()
 		c.Dst = r.bytes()
 		c.Keys = r.list()

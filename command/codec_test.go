@@ -42,3 +42,9 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+func TestMinCmdBytes(t *testing.T) {
+	if n := len(appendCmd(nil, &Cmd{})); n != minCmdBytes {
+		t.Fatalf("an empty command encodes to %d bytes, minCmdBytes is %d", n, minCmdBytes)
+	}
+}
