@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,4 +399,66 @@ func TestPartitionedLeader(t *testing.T) {
 	load(nc, a, "majority:", 300, make(chan struct{}))
 	heal()
 	converged(t, nodes, a)
+}
+
+// TestReadLease checks what a leader's lease saves and what it keeps: with
+// leases on (the default), sequential linearizable reads on the leader and
+// on a follower run almost no heartbeat rounds and still read every
+// acknowledged add; with --read-lease=false every read runs one.
+func TestReadLease(t *testing.T) {
+	const reads = 200
+	rounds := func(n *node) int {
+		v, err := strconv.Atoi(replInfo(n)["leader_rounds"])
+		if err != nil {
+			t.Fatalf("INFO replication leader_rounds: %v", err)
+		}
+		return v
+	}
+	for _, lease := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lease=%v", lease), func(t *testing.T) {
+			nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, fmt.Sprintf("--read-lease=%v", lease))
+			leader := leaderOf(t, nodes)
+			if got := replInfo(leader)["read_lease"]; got != fmt.Sprint(lease) {
+				t.Fatalf("INFO read_lease %q, want %v", got, lease)
+			}
+			var follower *node
+			for _, n := range nodes {
+				if n != leader {
+					follower = n
+				}
+			}
+			lc, fc := leader.client(2), follower.client(2)
+			items := map[*redis.Client][]string{}
+			for _, c := range []*redis.Client{lc, fc} {
+				for i := 0; i < reads; i++ {
+					item := fmt.Sprintf("item-%p-%d", c, i)
+					if err := c.Do(ctx(t), "BF.ADD", "f", item).Err(); err != nil {
+						t.Fatal(err)
+					}
+					items[c] = append(items[c], item)
+				}
+			}
+			// Each node reads what the other acknowledged, one read at a time.
+			before, began := rounds(leader), time.Now()
+			for _, rd := range [][2]*redis.Client{{fc, lc}, {lc, fc}} {
+				for _, item := range items[rd[1]] {
+					v, err := rd[0].Do(ctx(t), "BF.EXISTS", "f", item).Int()
+					if err != nil || v != 1 {
+						t.Fatalf("read after acknowledged add %q: %d, %v", item, v, err)
+					}
+				}
+			}
+			spent := rounds(leader) - before
+			// A lease lasts 250 ms and is renewed once half is gone, so its
+			// rounds follow the clock, not the reads.
+			limit := 2 + int(time.Since(began)/(50*time.Millisecond))
+			t.Logf("%d linearizable reads ran %d heartbeat rounds in %v", 2*reads, spent, time.Since(began))
+			if lease && spent > limit {
+				t.Fatalf("with a lease, %d reads ran %d heartbeat rounds (at most %d expected)", 2*reads, spent, limit)
+			}
+			if !lease && spent < 2*reads {
+				t.Fatalf("without a lease, %d reads ran only %d heartbeat rounds", 2*reads, spent)
+			}
+		})
+	}
 }

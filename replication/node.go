@@ -67,6 +67,15 @@ type Options struct {
 	// HeartbeatTimeout and ElectionTimeout tune failure detection.
 	// Default 500ms each.
 	HeartbeatTimeout, ElectionTimeout time.Duration
+	// NoReadLease makes every linearizable read round confirm leadership
+	// with a heartbeat quorum. By default a confirmation is a lease: for
+	// HeartbeatTimeout/2 from the moment it was asked for, no other node
+	// can have been elected (a follower that acknowledged this leader
+	// refuses votes until a full HeartbeatTimeout passes without it), so
+	// the leader serves reads at its commit index without a round. The
+	// lease trusts the nodes' clocks to run at the same rate, to well
+	// within a factor of two. Default false: leases on.
+	NoReadLease bool
 	// TLS, if set, makes Raft and forwarded traffic mutual TLS: only nodes
 	// with a certificate from the cluster's CA may take part.
 	TLS *TLS
@@ -142,6 +151,12 @@ type Node struct {
 	// asked for; snapping guards against asking twice at once.
 	logBytes atomic.Uint64
 	snapping atomic.Bool
+	// lease is the latest confirmation of leadership (see NoReadLease);
+	// renewing guards against renewing it twice at once. rounds counts
+	// heartbeat rounds run to confirm leadership, for INFO.
+	lease    atomic.Pointer[lease]
+	renewing atomic.Bool
+	rounds   atomic.Uint64
 	// voters is the number of voters in the latest known configuration.
 	// A leader that is the only voter cannot be deposed behind its back,
 	// so its reads need no heartbeat round.
@@ -641,9 +656,10 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 	if stale {
 		return nil
 	}
-	// The only voter, leading and ready, knows its commit index is current:
-	// no round to share, so no hand-off to the coalescer's goroutine.
-	if n.voters.Load() == 1 && n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() {
+	// The only voter, or a leader holding a lease, leading and ready, knows
+	// its commit index is current: no round to share, so no hand-off to the
+	// coalescer's goroutine.
+	if n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() && (n.voters.Load() == 1 || n.leaseHeld()) {
 		if err := n.fsm.waitApplied(ctx, n.raft.CommitIndex()); err != nil {
 			return command.ErrTimeout
 		}
@@ -690,13 +706,59 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, command.ErrNoLeader
 	}
 	idx := n.raft.CommitIndex()
-	if n.voters.Load() == 1 {
+	if n.voters.Load() == 1 || n.leaseHeld() {
 		return idx, nil
 	}
-	if err := n.raft.VerifyLeader().Error(); err != nil {
-		return 0, command.ErrNoLeader
+	if err := n.confirmLeader(); err != nil {
+		return 0, err
 	}
 	return idx, nil
+}
+
+// lease is a confirmation of leadership: valid in leadership generation
+// gen until until (a monotonic reading).
+type lease struct {
+	gen   uint64
+	until time.Time
+}
+
+// leaseHeld reports whether this leader's lease is valid now, and renews
+// it in the background once half of it is gone, so that steady reads
+// never wait for a round.
+func (n *Node) leaseHeld() bool {
+	l := n.lease.Load()
+	if l == nil || l.gen != n.leaderGen.Load() {
+		return false
+	}
+	left := time.Until(l.until)
+	if left <= 0 {
+		return false
+	}
+	if left < n.leaseTerm()/2 && n.renewing.CompareAndSwap(false, true) {
+		go func() {
+			defer n.renewing.Store(false)
+			n.confirmLeader()
+		}()
+	}
+	return true
+}
+
+func (n *Node) leaseTerm() time.Duration { return n.opts.HeartbeatTimeout / 2 }
+
+// confirmLeader runs a heartbeat round and, unless leases are off, starts
+// a lease from the moment the round was asked for, not from its answer, so
+// that time spent waiting only shortens the lease.
+func (n *Node) confirmLeader() error {
+	gen := n.leaderGen.Load()
+	asked := time.Now()
+	n.rounds.Add(1)
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return command.ErrNoLeader
+	}
+	if !n.opts.NoReadLease && n.leaderGen.Load() == gen {
+		n.lease.Store(&lease{gen: gen, until: asked.Add(n.leaseTerm())})
+	}
+	return nil
 }
 
 func (n *Node) countVoters(c raft.Configuration) {
@@ -782,6 +844,8 @@ func (n *Node) ReplicationInfo() [][2]string {
 		{"applied_index", strconv.FormatUint(n.fsm.applied.Load(), 10)},
 		{"last_log_index", strconv.FormatUint(n.raft.LastIndex(), 10)},
 		{"fsync", n.opts.Fsync},
+		{"read_lease", strconv.FormatBool(!n.opts.NoReadLease)},
+		{"leader_rounds", strconv.FormatUint(n.rounds.Load(), 10)},
 	}
 	members, _ := n.Members()
 	var parts []string

@@ -39,6 +39,8 @@ var (
 	requests = flag.Int("n", 0, "requests per run (default: 200k at P1, 1M at P32)")
 	only     = flag.String("case", "", "run only cases whose name contains this")
 	threads  = flag.Int("threads", 0, "redis-benchmark --threads (0: single-threaded)")
+	roles    = flag.String("roles", "follower,leader", "cluster mode: the nodes to drive")
+	pipes    = flag.String("pipelines", "1,32", "cluster mode: the pipeline depths to run")
 )
 
 func main() {
@@ -335,7 +337,12 @@ func cluster() {
 		if n == nodes[0] {
 			role = "leader"
 		}
-		for _, p := range []int{1, 32} {
+		if !slices.Contains(strings.Split(*roles, ","), role) {
+			continue
+		}
+		for _, ps := range strings.Split(*pipes, ",") {
+			p, err := strconv.Atoi(ps)
+			check(err)
 			nn := *requests
 			if nn == 0 {
 				nn = 200000

@@ -50,6 +50,7 @@ type config struct {
 	maxFilterBytes uint64
 	maxMemory      uint64
 	stale          bool
+	readLease      bool
 	logFormat      string
 	limits         resp.Limits
 	module         resp.ModuleConfig
@@ -82,6 +83,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
 	fs.Uint64Var(&c.maxMemory, "maxmemory", 0, "total bytes all filters may hold; writes answer OOM beyond it (0: no cap)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
+	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.Int64Var(&c.limits.MaxBulk, "proto-max-bulk-len", 512<<20, "longest argument a client may send")
 	fs.Int64Var(&c.limits.MaxArgs, "proto-max-multibulk-len", 1<<20, "most arguments in one command")
@@ -267,6 +269,7 @@ func main() {
 			Join: c.join, Password: c.requirePass, Fsync: c.fsync, FlushInterval: c.flushInterval,
 			TLS:               clusterTLS,
 			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, MaxFilterBytes: c.maxFilterBytes, Logger: log,
+			NoReadLease: !c.readLease,
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bfserver:", err)
