@@ -8,14 +8,18 @@
 // handed over share the next entry) → raft.Apply → fsm.Apply on every node
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
-// Barrier → one read-index round shared by concurrent reads (leader:
-// commit index + VerifyLeader; follower: asks the leader) → wait for the
-// local applied index.
+// Barrier → on a leader holding a lease (or the only voter), its commit
+// index at once; otherwise one read-index round shared by concurrent reads
+// (leader: commit index + VerifyLeader, which starts a lease of half a
+// heartbeat timeout; follower: asks the leader) → wait for the local
+// applied index.
 //
 // State and locks: fsm.mu excludes Apply from image flushes and snapshot
 // installs; fsm.flushMu orders image writes; readers never lock.
 //
-// Trade-offs: the image is flushed every few seconds and before snapshots,
+// Trade-offs: leases save a heartbeat round per read batch on the leader and
+// trust the nodes' clocks to run at the same rate (Options.NoReadLease turns
+// them off). The image is flushed every few seconds and before snapshots,
 // so restart replays at most that much log; snapshots copy the whole image
 // (simple and atomic, costly for very large data sets).
 package replication
