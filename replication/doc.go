@@ -19,7 +19,7 @@
 //
 // Trade-offs: leases save a heartbeat round per read batch on the leader and
 // trust the nodes' clocks to run at the same rate (Options.NoReadLease turns
-// them off). The image is flushed every few seconds and before snapshots,
-// so restart replays at most that much log; snapshots copy the whole image
-// (simple and atomic, costly for very large data sets).
+// them off). The image is flushed every FlushInterval (30 s by default) and
+// before snapshots, so restart replays at most that much log; snapshots
+// copy the whole image (simple and atomic, costly for very large data sets).
 package replication
