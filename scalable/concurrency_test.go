@@ -16,6 +16,11 @@ func TestConcurrentReadersNoFalseNegative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Large enough for the engine's loads-first path (above its cache size).
+	big, err := NewChain(8_000_000, 0.01, 2, true, noCap)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cf, err := NewCuckoo(CuckooParams{Capacity: 64, BucketSize: 2, MaxIterations: 50, Expansion: 2}, noCap)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +42,7 @@ func TestConcurrentReadersNoFalseNegative(t *testing.T) {
 				upto := acked.Load()
 				for i := int64(0); i < upto; i += 7 {
 					item := []byte("item:" + strconv.FormatInt(i, 10))
-					if !ch.Test(item) {
+					if !ch.Test(item) || !big.Test(item) {
 						t.Errorf("bloom lost %s", item)
 						return
 					}
@@ -52,6 +57,9 @@ func TestConcurrentReadersNoFalseNegative(t *testing.T) {
 	for i := int64(0); i < n; i++ {
 		item := []byte("item:" + strconv.FormatInt(i, 10))
 		if _, err := ch.Add(item, noCap); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := big.Add(item, noCap); err != nil {
 			t.Fatal(err)
 		}
 		if cf.Insert(item, false, noCap) != Inserted {
