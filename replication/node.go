@@ -136,6 +136,7 @@ type Node struct {
 	fsm       *fsm
 	store     *persistence.Store
 	logs      *raftboltdb.BoltStore
+	logged    *loggedStore // logs, as Raft sees it
 	trans     *raft.NetworkTransport
 	snaps     *raft.FileSnapshotStore
 	peers     *peerPool
@@ -258,7 +259,8 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
-	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logs, n.logs, n.snaps, n.trans); err != nil {
+	n.logged = newLoggedStore(n.logs)
+	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, n.trans); err != nil {
 		return err
 	}
 	if !existing && o.Join == "" {
@@ -453,6 +455,23 @@ func (n *Node) batcher() {
 		}
 		batch := []*proposal{p}
 		total := len(p.cmds)
+		// While the log is being written, keep the entry open.
+		idle := n.logged.idleCh()
+	gather:
+		for total < maxBatch {
+			select {
+			case q := <-n.proposals:
+				batch = append(batch, q)
+				total += len(q.cmds)
+			case <-idle:
+				break gather
+			case <-n.stop:
+				for _, q := range batch {
+					q.done <- proposed{err: command.ErrNoLeader}
+				}
+				return
+			}
+		}
 	drain:
 		for total < maxBatch {
 			select {

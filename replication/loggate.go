@@ -1,0 +1,65 @@
+package replication
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// loggedStore wraps the Raft log store so that the group commit can see
+// when a write to the log is under way. Raft's leader loop writes the log
+// synchronously, and an entry queued while it writes waits for that write
+// and then races, at random, against processing the commit it just made:
+// holding the next entry open until the write ends lets the commit go
+// first, and the entry carries everything that arrived meanwhile.
+type loggedStore struct {
+	raft.LogStore
+
+	mu      sync.Mutex
+	writing int
+	idle    chan struct{} // closed when no write is under way
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func newLoggedStore(s raft.LogStore) *loggedStore {
+	return &loggedStore{LogStore: s, idle: closedCh}
+}
+
+func (s *loggedStore) StoreLog(l *raft.Log) error {
+	s.begin()
+	defer s.end()
+	return s.LogStore.StoreLog(l)
+}
+
+func (s *loggedStore) StoreLogs(l []*raft.Log) error {
+	s.begin()
+	defer s.end()
+	return s.LogStore.StoreLogs(l)
+}
+
+func (s *loggedStore) begin() {
+	s.mu.Lock()
+	if s.writing == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.writing++
+	s.mu.Unlock()
+}
+
+func (s *loggedStore) end() {
+	s.mu.Lock()
+	s.writing--
+	if s.writing == 0 {
+		close(s.idle)
+	}
+	s.mu.Unlock()
+}
+
+// idleCh is closed once no write to the log is under way (at once, if none
+// is).
+func (s *loggedStore) idleCh() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idle
+}
