@@ -4,8 +4,8 @@
 // barriers and membership. A single node is a one-voter cluster: the same
 // code path from one node to many.
 //
-// Flows: Write → batcher (proposals that arrive while the last entry is
-// handed over share the next entry) → raft.Apply → fsm.Apply on every node
+// Flows: Write → batcher (proposals that arrive while the log is being
+// written share the next entry) → raft.Apply → fsm.Apply on every node
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
 // Barrier → on a leader holding a lease (or the only voter), its commit

@@ -434,9 +434,10 @@ const (
 	maxInflight = 16
 )
 
-// batcher is the group commit: proposals that arrive while it is busy, or
-// while maxInflight entries are being committed, share the next entry; and
-// Raft stores every queued entry with one fsync.
+// batcher is the group commit: proposals that arrive while the log is
+// being written (see loggedStore), or while maxInflight entries are being
+// committed, share the next entry; and Raft stores every queued entry with
+// one fsync.
 func (n *Node) batcher() {
 	defer n.wg.Done()
 	slots := make(chan struct{}, maxInflight)
