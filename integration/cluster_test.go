@@ -373,20 +373,20 @@ func TestPartitionedLeader(t *testing.T) {
 	// lasts, and none of them may answer 0 for an add acknowledged before
 	// the read was sent.
 	h := &history{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	stopWrites, stopReads := make(chan struct{}), make(chan struct{})
+	var writers, readers sync.WaitGroup
 	for i, n := range others {
-		wg.Add(1)
-		go writer(n, fmt.Sprintf("w%d", i), h, a, stop, &wg)
+		writers.Add(1)
+		go writer(n, fmt.Sprintf("w%d", i), h, a, stopWrites, &writers)
 	}
 	for i, n := range nodes {
-		wg.Add(1)
-		go reader(t, n, h, uint64(i+1), stop, &wg)
+		readers.Add(1)
+		go reader(t, n, h, uint64(i+1), stopReads, &readers)
 	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	var onceW, onceR sync.Once
+	endWrites := func() { onceW.Do(func() { close(stopWrites); writers.Wait() }) }
+	endReads := func() { onceR.Do(func() { close(stopReads); readers.Wait() }) }
+	defer func() { endWrites(); endReads() }()
 	waitFor(t, 30*time.Second, "writes acknowledged before the partition", func() bool { return h.reads.Load() > 100 })
 	heal := partition(t, hostOf(leader.addr), otherIPs)
 
@@ -419,7 +419,11 @@ func TestPartitionedLeader(t *testing.T) {
 	}
 	load(nc, a, "majority:", 300, make(chan struct{}))
 	heal()
+	// Readers go on while the isolated node catches up; then the digests
+	// are compared with no writes in flight.
+	endWrites()
 	converged(t, nodes, a)
+	endReads()
 	if h.bad.Load() != 0 {
 		t.Fatalf("%d reads answered 0 for an acknowledged add", h.bad.Load())
 	}
@@ -428,8 +432,9 @@ func TestPartitionedLeader(t *testing.T) {
 
 // TestReadLease checks what a leader's lease saves and what it keeps: with
 // leases on (the default), sequential linearizable reads on the leader and
-// on a follower run almost no heartbeat rounds and still read every
-// acknowledged add; with --read-lease=false every read runs one.
+// on a follower run almost no heartbeat rounds (the lease is renewed
+// through the log instead) and still read every acknowledged add; with
+// --read-lease=false every read runs one.
 func TestReadLease(t *testing.T) {
 	const reads = 200
 	rounds := func(n *node) int {
@@ -463,6 +468,17 @@ func TestReadLease(t *testing.T) {
 					items[c] = append(items[c], item)
 				}
 			}
+			if lease {
+				// The first reads confirm leadership with a round and
+				// start the lease; wait until a read runs without one.
+				waitFor(t, 10*time.Second, "a lease", func() bool {
+					before := rounds(leader)
+					if err := lc.Do(ctx(t), "BF.EXISTS", "f", "x").Err(); err != nil {
+						t.Fatal(err)
+					}
+					return rounds(leader) == before
+				})
+			}
 			// Each node reads what the other acknowledged, one read at a time.
 			before, began := rounds(leader), time.Now()
 			for _, rd := range [][2]*redis.Client{{fc, lc}, {lc, fc}} {
@@ -483,6 +499,10 @@ func TestReadLease(t *testing.T) {
 			}
 			if !lease && spent < 2*reads {
 				t.Fatalf("without a lease, %d reads ran only %d heartbeat rounds", 2*reads, spent)
+			}
+			renewals := replInfo(leader)["lease_renewals"]
+			if lease == (renewals == "0") {
+				t.Fatalf("lease %v, yet INFO lease_renewals:%s", lease, renewals)
 			}
 		})
 	}
