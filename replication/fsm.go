@@ -30,7 +30,12 @@ type fsm struct {
 	// (CF.ADD and CF.DEL are not idempotent).
 	persisted uint64
 	applied   atomic.Uint64
-	members   map[string]string // node id → RESP address; under mu
+	// changed is the index of the latest applied entry that may have
+	// changed state; entries after it carried no command (lease renewals,
+	// a new leader's first entry, membership), so a read needs nothing
+	// past it. Stored before applied.
+	changed atomic.Uint64
+	members map[string]string // node id → RESP address; under mu
 
 	wmu      sync.Mutex
 	advance  chan struct{}            // closed and replaced whenever applied moves
@@ -68,6 +73,7 @@ func (f *fsm) load() error {
 	f.persisted = applied
 	f.members = members
 	f.mu.Unlock()
+	f.changed.Store(applied)
 	f.setApplied(applied)
 	return nil
 }
@@ -100,6 +106,16 @@ func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 	}
 }
 
+// readIndex narrows a commit index to what a read must wait for: when
+// everything up to it is applied here, the latest entry that changed
+// state, so that a replica need not wait for entries that changed nothing.
+func (f *fsm) readIndex(commit uint64) uint64 {
+	if f.applied.Load() >= commit {
+		return min(commit, f.changed.Load())
+	}
+	return commit
+}
+
 // applyResult is what Apply returns through raft's future.
 type applyResult struct {
 	results []keyspace.Result
@@ -112,6 +128,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	if l.Index <= f.persisted {
 		if l.Index > f.applied.Load() {
+			f.changed.Store(l.Index)
 			f.setApplied(l.Index)
 		}
 		return applyResult{}
@@ -135,6 +152,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 	}
 	f.mu.Unlock()
+	if len(cmds) > 0 {
+		f.changed.Store(l.Index)
+	}
 	f.setApplied(l.Index)
 	return applyResult{results: out}
 }

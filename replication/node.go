@@ -68,13 +68,14 @@ type Options struct {
 	// Default 500ms each.
 	HeartbeatTimeout, ElectionTimeout time.Duration
 	// NoReadLease makes every linearizable read round confirm leadership
-	// with a heartbeat quorum. By default a confirmation is a lease: for
-	// HeartbeatTimeout/2 from the moment it was asked for, no other node
-	// can have been elected (a follower that acknowledged this leader
-	// refuses votes until a full HeartbeatTimeout passes without it), so
-	// the leader serves reads at its commit index without a round. The
-	// lease trusts the nodes' clocks to run at the same rate, to well
-	// within a factor of two. Default false: leases on.
+	// with a heartbeat quorum. By default the leader also holds a lease:
+	// an empty entry it proposed at time t has committed, so a quorum
+	// heard from it after t and refuses other candidates until a full
+	// HeartbeatTimeout passes without it; until t + HeartbeatTimeout/2 no
+	// other node can have been elected, and the leader serves reads at its
+	// commit index without a round. The lease trusts the nodes' clocks to
+	// run at the same rate, to well within a factor of two. Default false:
+	// leases on.
 	NoReadLease bool
 	// TLS, if set, makes Raft and forwarded traffic mutual TLS: only nodes
 	// with a certificate from the cluster's CA may take part.
@@ -154,10 +155,12 @@ type Node struct {
 	snapping atomic.Bool
 	// lease is the latest confirmation of leadership (see NoReadLease);
 	// renewing guards against renewing it twice at once. rounds counts
-	// heartbeat rounds run to confirm leadership, for INFO.
+	// heartbeat rounds run to confirm leadership, and renewals the entries
+	// committed to renew the lease, for INFO.
 	lease    atomic.Pointer[lease]
 	renewing atomic.Bool
 	rounds   atomic.Uint64
+	renewals atomic.Uint64
 	// voters is the number of voters in the latest known configuration.
 	// A leader that is the only voter cannot be deposed behind its back,
 	// so its reads need no heartbeat round.
@@ -680,7 +683,7 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 	// its commit index is current: no round to share, so no hand-off to the
 	// coalescer's goroutine.
 	if n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() && (n.voters.Load() == 1 || n.leaseHeld()) {
-		if err := n.fsm.waitApplied(ctx, n.raft.CommitIndex()); err != nil {
+		if err := n.fsm.waitApplied(ctx, n.fsm.readIndex(n.raft.CommitIndex())); err != nil {
 			return command.ErrTimeout
 		}
 		return nil
@@ -725,7 +728,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
 		return 0, command.ErrNoLeader
 	}
-	idx := n.raft.CommitIndex()
+	idx := n.fsm.readIndex(n.raft.CommitIndex())
 	if n.voters.Load() == 1 || n.leaseHeld() {
 		return idx, nil
 	}
@@ -754,30 +757,49 @@ func (n *Node) leaseHeld() bool {
 	if left <= 0 {
 		return false
 	}
-	if left < n.leaseTerm()/2 && n.renewing.CompareAndSwap(false, true) {
-		go func() {
-			defer n.renewing.Store(false)
-			n.confirmLeader()
-		}()
+	if left < n.leaseTerm()/2 {
+		n.renewLease()
 	}
 	return true
 }
 
 func (n *Node) leaseTerm() time.Duration { return n.opts.HeartbeatTimeout / 2 }
 
-// confirmLeader runs a heartbeat round and, unless leases are off, starts
-// a lease from the moment the round was asked for, not from its answer, so
-// that time spent waiting only shortens the lease.
+// renewLease commits an empty entry in the background and starts a lease
+// from the moment it was proposed. A quorum stored the entry, so each of
+// those followers heard from this leader after that moment (a heartbeat's
+// answer can be older than the question it is counted for; an entry that
+// did not exist yet cannot be), and will refuse other candidates for a
+// heartbeat timeout after. Under writes the entry shares their group
+// commit.
+func (n *Node) renewLease() {
+	if n.opts.NoReadLease || !n.renewing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.renewing.Store(false)
+		gen := n.leaderGen.Load()
+		asked := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), n.leaseTerm())
+		defer cancel()
+		n.renewals.Add(1)
+		if _, _, err := n.propose(ctx, nil); err != nil {
+			return
+		}
+		if n.leaderGen.Load() == gen && n.IsLeader() {
+			n.lease.Store(&lease{gen: gen, until: asked.Add(n.leaseTerm())})
+		}
+	}()
+}
+
+// confirmLeader runs a heartbeat round for reads that found no lease, and
+// starts renewing one for the reads after them.
 func (n *Node) confirmLeader() error {
-	gen := n.leaderGen.Load()
-	asked := time.Now()
 	n.rounds.Add(1)
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return command.ErrNoLeader
 	}
-	if !n.opts.NoReadLease && n.leaderGen.Load() == gen {
-		n.lease.Store(&lease{gen: gen, until: asked.Add(n.leaseTerm())})
-	}
+	n.renewLease()
 	return nil
 }
 
@@ -866,6 +888,7 @@ func (n *Node) ReplicationInfo() [][2]string {
 		{"fsync", n.opts.Fsync},
 		{"read_lease", strconv.FormatBool(!n.opts.NoReadLease)},
 		{"leader_rounds", strconv.FormatUint(n.rounds.Load(), 10)},
+		{"lease_renewals", strconv.FormatUint(n.renewals.Load(), 10)},
 	}
 	members, _ := n.Members()
 	var parts []string

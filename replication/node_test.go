@@ -77,3 +77,47 @@ func TestCoalescerFreshIndex(t *testing.T) {
 	}
 	t.Logf("%d rounds for 5000 reads", calls.Load())
 }
+
+// TestReadIndexSkipsEmptyEntries: entries that carry no command (lease
+// renewals, a new leader's first entry) do not make reads wait, and an
+// entry that does carry one does.
+func TestReadIndexSkipsEmptyEntries(t *testing.T) {
+	n, err := Open(Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Barrier(ctx, false); err != nil { // waits for leadership
+		t.Fatal(err)
+	}
+	add := &command.Cmd{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 20}
+	written, _, err := n.propose(ctx, []*command.Cmd{add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, _, err := n.propose(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := n.raft.CommitIndex()
+	if commit <= written {
+		t.Fatalf("commit index %d not past the write at %d", commit, written)
+	}
+	if got := n.fsm.readIndex(commit); got != written {
+		t.Fatalf("read index %d for commit %d, want the write's %d", got, commit, written)
+	}
+	again, _, err := n.propose(ctx, []*command.Cmd{add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.fsm.readIndex(n.raft.CommitIndex()); got != again {
+		t.Fatalf("read index %d, want the latest write's %d", got, again)
+	}
+	// Not yet applied up to the commit index: the commit index itself.
+	if got := n.fsm.readIndex(again + 100); got != again+100 {
+		t.Fatalf("read index %d for an index not applied yet", got)
+	}
+}
