@@ -8,11 +8,12 @@
 // written share the next entry) → raft.Apply → fsm.Apply on every node
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
-// Barrier → on a leader holding a lease (or the only voter), its commit
+// Barrier → on a leader holding a lease (or the only voter), its read
 // index at once; otherwise one read-index round shared by concurrent reads
-// (leader: commit index + VerifyLeader, which starts a lease of half a
-// heartbeat timeout; follower: asks the leader) → wait for the local
-// applied index.
+// (leader: VerifyLeader, and a lease renewal through an empty entry;
+// follower: asks the leader) → wait for the local applied index. The read
+// index is the commit index, narrowed to the latest entry that carried a
+// command.
 //
 // State and locks: fsm.mu excludes Apply from image flushes and snapshot
 // installs; fsm.flushMu orders image writes; readers never lock.
