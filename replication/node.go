@@ -208,16 +208,21 @@ func Open(opts Options) (*Node, error) {
 	return n, nil
 }
 
+// openLogStore opens the Raft log and stable store in dir. The freelist
+// is rebuilt on open instead of written on every commit: with a log of
+// many pages, writing it made each commit slow.
+func openLogStore(dir string, sync bool) (*raftboltdb.BoltStore, error) {
+	return raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(dir, "raft.db"), NoSync: !sync,
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+}
+
 func (n *Node) startRaft() error {
 	o := n.opts
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	var err error
-	// The freelist is rebuilt on open instead of written on every commit:
-	// with a log of many pages, writing it made each commit slow.
-	n.logs, err = raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(o.DataDir, "raft.db"), NoSync: o.Fsync != FsyncAlways,
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	n.logs, err = openLogStore(o.DataDir, o.Fsync == FsyncAlways)
 	if err != nil {
 		return err
 	}
