@@ -321,7 +321,22 @@ func cluster() {
 			n.stop()
 		}
 	}()
-	time.Sleep(3 * time.Second) // let the joins settle before measuring
+	// Measure only once every node knows all three members.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range nodes {
+		c := n.client()
+		for {
+			info, _ := c.Info(context.Background(), "replication").Result()
+			if strings.Contains(info, "num_members:3\r\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				check(fmt.Errorf("the cluster did not form"))
+			}
+			time.Sleep(50 * time.Millisecond) // polling INFO
+		}
+		c.Close()
+	}
 	first.do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
 	c := first.client()
 	pipe := c.Pipeline()
