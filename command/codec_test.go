@@ -2,8 +2,8 @@ package command
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
