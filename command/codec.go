@@ -144,6 +144,12 @@ func appendCmd(b []byte, p, c *Cmd) []byte {
 	m := changed(p, c)
 	b = append(b, byte(c.Op))
 	b = binary.AppendUvarint(b, m)
+	return appendFields(b, c, m)
+}
+
+// appendFields writes the fields in m, in field order. With every field,
+// after the op and without the set, it is version 1's layout.
+func appendFields(b []byte, c *Cmd, m uint64) []byte {
 	if m&fDB != 0 {
 		b = append(b, c.DB)
 	}
@@ -347,24 +353,11 @@ func (r *reader) flags(c *Cmd) {
 	c.Multi, c.NX, c.NoCreate, c.NonScaling, c.Flag = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
 }
 
+// cmdV1 reads a command written by version 1: every field, in field
+// order.
 func (r *reader) cmdV1(c *Cmd) {
-	c.Op, c.DB, c.Now = Op(r.byte()), r.byte(), r.varint()
-	c.Key = r.bytes()
-	c.Dst = r.bytes()
-	c.Keys = r.list()
-	c.Items = r.list()
-	c.Data = r.bytes()
-	c.Iter = r.varint()
-	c.Count = r.varint()
-	r.flags(c)
-	c.ErrorRate = math.Float64frombits(r.u64())
-	c.Capacity = r.uvarint()
-	c.Expansion = uint32(r.small(math.MaxUint32))
-	c.BucketSize = uint16(r.small(math.MaxUint16))
-	c.MaxIterations = uint16(r.small(math.MaxUint16))
-	c.MaxExpansions = uint32(r.small(math.MaxUint32))
-	c.MaxBytes = r.uvarint()
-	c.Field = r.byte()
+	c.Op = Op(r.byte())
+	r.fields(c, fAll)
 }
 
 // cmdV2 reads a command over a copy of the one before it.
@@ -375,6 +368,11 @@ func (r *reader) cmdV2(c *Cmd) {
 		r.fail()
 		return
 	}
+	r.fields(c, m)
+}
+
+// fields reads the fields in m, in field order.
+func (r *reader) fields(c *Cmd, m uint64) {
 	if m&fDB != 0 {
 		c.DB = r.byte()
 	}

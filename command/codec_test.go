@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -120,24 +119,7 @@ func encodeV1(cmds []*Cmd) []byte {
 	b := []byte{version1}
 	b = binary.AppendUvarint(b, uint64(len(cmds)))
 	for _, c := range cmds {
-		b = append(b, byte(c.Op), c.DB)
-		b = binary.AppendVarint(b, c.Now)
-		b = appendBytes(b, c.Key)
-		b = appendBytes(b, c.Dst)
-		b = appendList(b, c.Keys)
-		b = appendList(b, c.Items)
-		b = appendBytes(b, c.Data)
-		b = binary.AppendVarint(b, c.Iter)
-		b = binary.AppendVarint(b, c.Count)
-		b = binary.AppendUvarint(b, flagsOf(c))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(c.ErrorRate))
-		b = binary.AppendUvarint(b, c.Capacity)
-		b = binary.AppendUvarint(b, uint64(c.Expansion))
-		b = binary.AppendUvarint(b, uint64(c.BucketSize))
-		b = binary.AppendUvarint(b, uint64(c.MaxIterations))
-		b = binary.AppendUvarint(b, uint64(c.MaxExpansions))
-		b = binary.AppendUvarint(b, c.MaxBytes)
-		b = append(b, c.Field)
+		b = appendFields(append(b, byte(c.Op)), c, fAll)
 	}
 	return b
 }
