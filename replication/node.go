@@ -464,32 +464,29 @@ func (n *Node) batcher() {
 		}
 		batch := []*proposal{p}
 		total := len(p.cmds)
-		// While the log is being written, keep the entry open.
+		// While the log is being written, keep the entry open; once it is
+		// idle, take only what is already queued.
 		idle := n.logged.idleCh()
-	gather:
 		for total < maxBatch {
+			var q *proposal
 			select {
-			case q := <-n.proposals:
-				batch = append(batch, q)
-				total += len(q.cmds)
+			case q = <-n.proposals:
 			case <-idle:
-				break gather
+				select {
+				case q = <-n.proposals:
+				default:
+				}
 			case <-n.stop:
 				for _, q := range batch {
 					q.done <- proposed{err: command.ErrNoLeader}
 				}
 				return
 			}
-		}
-	drain:
-		for total < maxBatch {
-			select {
-			case q := <-n.proposals:
-				batch = append(batch, q)
-				total += len(q.cmds)
-			default:
-				break drain
+			if q == nil {
+				break
 			}
+			batch = append(batch, q)
+			total += len(q.cmds)
 		}
 		all := make([]*command.Cmd, 0, total)
 		for _, q := range batch {
