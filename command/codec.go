@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/bfserver/bfserver/internal/wire"
 )
 
 // Codec errors.
@@ -69,19 +71,6 @@ func EncodeBatch(cmds []*Cmd) []byte {
 	for _, c := range cmds {
 		b = appendCmd(b, prev, c)
 		prev = c
-	}
-	return b
-}
-
-func appendBytes(b, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
-}
-
-func appendList(b []byte, l [][]byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(l)))
-	for _, v := range l {
-		b = appendBytes(b, v)
 	}
 	return b
 }
@@ -157,19 +146,19 @@ func appendFields(b []byte, c *Cmd, m uint64) []byte {
 		b = binary.AppendVarint(b, c.Now)
 	}
 	if m&fKey != 0 {
-		b = appendBytes(b, c.Key)
+		b = wire.AppendBytes(b, c.Key)
 	}
 	if m&fDst != 0 {
-		b = appendBytes(b, c.Dst)
+		b = wire.AppendBytes(b, c.Dst)
 	}
 	if m&fKeys != 0 {
-		b = appendList(b, c.Keys)
+		b = wire.AppendList(b, c.Keys)
 	}
 	if m&fItems != 0 {
-		b = appendList(b, c.Items)
+		b = wire.AppendList(b, c.Items)
 	}
 	if m&fData != 0 {
-		b = appendBytes(b, c.Data)
+		b = wire.AppendBytes(b, c.Data)
 	}
 	if m&fIter != 0 {
 		b = binary.AppendVarint(b, c.Iter)
@@ -207,83 +196,18 @@ func appendFields(b []byte, c *Cmd, m uint64) []byte {
 	return b
 }
 
-type reader struct {
-	b   []byte
-	err error
-}
+// reader adds the command fields to wire.Reader.
+type reader struct{ wire.Reader }
 
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = ErrCorrupt
-	}
-}
-
-func (r *reader) byte() byte {
-	if len(r.b) < 1 {
-		r.fail()
-		return 0
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if len(r.b) < 8 {
-		r.fail()
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
-}
-
+// list reads a list of items or keys: an empty element is present, not nil.
 func (r *reader) list() [][]byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) { // every element takes at least one byte
-		r.fail()
-		return nil
-	}
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
 	l := make([][]byte, n)
 	for i := range l {
-		l[i] = r.bytes()
+		l[i] = r.Bytes()
 		if l[i] == nil {
 			l[i] = []byte{}
 		}
@@ -292,9 +216,9 @@ func (r *reader) list() [][]byte {
 }
 
 func (r *reader) small(max uint64) uint64 {
-	v := r.uvarint()
+	v := r.Uvarint()
 	if v > max {
-		r.fail()
+		r.Bad = true
 	}
 	return v
 }
@@ -313,9 +237,9 @@ func DecodeBatch(b []byte) ([]*Cmd, error) {
 	default:
 		return nil, ErrVersion
 	}
-	r := &reader{b: b[1:]}
-	n := r.uvarint()
-	if r.err != nil || n > maxBatch || n > uint64(len(r.b))/least {
+	r := &reader{wire.Reader{B: b[1:]}}
+	n := r.Uvarint()
+	if r.Bad || n > maxBatch || n > uint64(len(r.B))/least {
 		return nil, ErrCorrupt
 	}
 	cmds := make([]*Cmd, 0, n)
@@ -324,7 +248,7 @@ func DecodeBatch(b []byte) ([]*Cmd, error) {
 	// what decoded, so a corrupt count costs little.
 	var slab []Cmd
 	prev := Cmd{}
-	for i := uint64(0); i < n && r.err == nil; i++ {
+	for i := uint64(0); i < n && !r.Bad; i++ {
 		if len(slab) == 0 {
 			slab = make([]Cmd, min(n-i, 1024))
 		}
@@ -339,33 +263,30 @@ func DecodeBatch(b []byte) ([]*Cmd, error) {
 		}
 		cmds = append(cmds, c)
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if len(r.b) != 0 {
+	if r.Bad || len(r.B) != 0 {
 		return nil, ErrCorrupt
 	}
 	return cmds, nil
 }
 
 func (r *reader) flags(c *Cmd) {
-	f := r.uvarint()
+	f := r.Uvarint()
 	c.Multi, c.NX, c.NoCreate, c.NonScaling, c.Flag = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
 }
 
 // cmdV1 reads a command written by version 1: every field, in field
 // order.
 func (r *reader) cmdV1(c *Cmd) {
-	c.Op = Op(r.byte())
+	c.Op = Op(r.Byte())
 	r.fields(c, fAll)
 }
 
 // cmdV2 reads a command over a copy of the one before it.
 func (r *reader) cmdV2(c *Cmd) {
-	c.Op = Op(r.byte())
-	m := r.uvarint()
+	c.Op = Op(r.Byte())
+	m := r.Uvarint()
 	if m&^fAll != 0 {
-		r.fail()
+		r.Bad = true
 		return
 	}
 	r.fields(c, m)
@@ -374,16 +295,16 @@ func (r *reader) cmdV2(c *Cmd) {
 // fields reads the fields in m, in field order.
 func (r *reader) fields(c *Cmd, m uint64) {
 	if m&fDB != 0 {
-		c.DB = r.byte()
+		c.DB = r.Byte()
 	}
 	if m&fNow != 0 {
-		c.Now = r.varint()
+		c.Now = r.Varint()
 	}
 	if m&fKey != 0 {
-		c.Key = r.bytes()
+		c.Key = r.Bytes()
 	}
 	if m&fDst != 0 {
-		c.Dst = r.bytes()
+		c.Dst = r.Bytes()
 	}
 	if m&fKeys != 0 {
 		c.Keys = r.list()
@@ -392,22 +313,22 @@ func (r *reader) fields(c *Cmd, m uint64) {
 		c.Items = r.list()
 	}
 	if m&fData != 0 {
-		c.Data = r.bytes()
+		c.Data = r.Bytes()
 	}
 	if m&fIter != 0 {
-		c.Iter = r.varint()
+		c.Iter = r.Varint()
 	}
 	if m&fCount != 0 {
-		c.Count = r.varint()
+		c.Count = r.Varint()
 	}
 	if m&fFlags != 0 {
 		r.flags(c)
 	}
 	if m&fErrorRate != 0 {
-		c.ErrorRate = math.Float64frombits(r.u64())
+		c.ErrorRate = math.Float64frombits(r.U64())
 	}
 	if m&fCapacity != 0 {
-		c.Capacity = r.uvarint()
+		c.Capacity = r.Uvarint()
 	}
 	if m&fExpansion != 0 {
 		c.Expansion = uint32(r.small(math.MaxUint32))
@@ -422,9 +343,9 @@ func (r *reader) fields(c *Cmd, m uint64) {
 		c.MaxExpansions = uint32(r.small(math.MaxUint32))
 	}
 	if m&fMaxBytes != 0 {
-		c.MaxBytes = r.uvarint()
+		c.MaxBytes = r.Uvarint()
 	}
 	if m&fField != 0 {
-		c.Field = r.byte()
+		c.Field = r.Byte()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/bfserver/bfserver/internal/wire"
 	"github.com/bfserver/bfserver/scalable"
 )
 
@@ -53,13 +54,8 @@ func EncodeResults(rs []Result) []byte {
 			flags |= 8
 		}
 		b = append(b, flags)
-		b = binary.AppendUvarint(b, uint64(len(r.Bytes)))
-		b = append(b, r.Bytes...)
-		b = binary.AppendUvarint(b, uint64(len(r.List)))
-		for _, l := range r.List {
-			b = binary.AppendUvarint(b, uint64(len(l)))
-			b = append(b, l...)
-		}
+		b = wire.AppendBytes(b, r.Bytes)
+		b = wire.AppendList(b, r.List)
 		if r.BF != nil {
 			for _, v := range []uint64{r.BF.Capacity, r.BF.Size, r.BF.Filters, r.BF.Items, r.BF.Expansion} {
 				b = binary.AppendUvarint(b, v)
@@ -84,58 +80,13 @@ func boolByte(v bool) byte {
 	return 0
 }
 
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.b)) {
-		d.bad = true
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) count() int {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) { // every element takes at least one byte
-		d.bad = true
-		return 0
-	}
-	return int(n)
-}
+// decoder adds result fields to wire.Reader.
+type decoder struct{ wire.Reader }
 
 func (d *decoder) err() error {
-	e := d.uvarint()
+	e := d.Uvarint()
 	if e >= uint64(len(errorCodes)) {
-		d.bad = true
+		d.Bad = true
 		return nil
 	}
 	return errorCodes[e]
@@ -143,58 +94,50 @@ func (d *decoder) err() error {
 
 // DecodeResults reverses EncodeResults.
 func DecodeResults(b []byte) ([]Result, error) {
-	d := &decoder{b: b}
-	out := make([]Result, d.count())
+	d := &decoder{wire.Reader{B: b}}
+	out := make([]Result, d.Count())
 	for i := range out {
 		r := &out[i]
-		r.Err, r.Tail, r.Int = d.err(), d.err(), d.varint()
-		if n := d.count(); n > 0 {
+		r.Err, r.Tail, r.Int = d.err(), d.err(), d.Varint()
+		if n := d.Count(); n > 0 {
 			r.Ints = make([]int64, n)
 			for j := range r.Ints {
-				r.Ints[j] = d.varint()
+				r.Ints[j] = d.Varint()
 			}
 		}
-		if len(d.b) == 0 {
-			return nil, ErrBadResults
-		}
-		flags := d.b[0]
-		d.b = d.b[1:]
+		flags := d.Byte()
 		r.Null = flags&1 != 0
-		r.Bytes = d.bytes()
+		r.Bytes = d.Bytes()
 		if flags&2 != 0 && r.Bytes == nil {
 			r.Bytes = []byte{}
 		}
-		if n := d.count(); n > 0 {
+		if n := d.Count(); n > 0 {
 			r.List = make([][]byte, n)
 			for j := range r.List {
-				if r.List[j] = d.bytes(); r.List[j] == nil {
+				if r.List[j] = d.Bytes(); r.List[j] == nil {
 					r.List[j] = []byte{}
 				}
 			}
 		}
 		if flags&4 != 0 {
-			r.BF = &BFInfo{Capacity: d.uvarint(), Size: d.uvarint(), Filters: d.uvarint(), Items: d.uvarint(), Expansion: d.uvarint()}
-			if len(d.b) == 0 {
-				return nil, ErrBadResults
-			}
-			r.BF.NonScaling = d.b[0] == 1
-			d.b = d.b[1:]
+			r.BF = &BFInfo{Capacity: d.Uvarint(), Size: d.Uvarint(), Filters: d.Uvarint(), Items: d.Uvarint(), Expansion: d.Uvarint()}
+			r.BF.NonScaling = d.Byte() == 1
 		}
 		if flags&8 != 0 {
-			r.CF = &scalable.CuckooInfo{Size: d.uvarint(), NumBuckets: d.uvarint(), NumFilters: d.uvarint(),
-				NumItems: d.uvarint(), NumDeletes: d.uvarint()}
-			bs, mi, ex := d.uvarint(), d.uvarint(), d.uvarint()
+			r.CF = &scalable.CuckooInfo{Size: d.Uvarint(), NumBuckets: d.Uvarint(), NumFilters: d.Uvarint(),
+				NumItems: d.Uvarint(), NumDeletes: d.Uvarint()}
+			bs, mi, ex := d.Uvarint(), d.Uvarint(), d.Uvarint()
 			if bs > math.MaxUint16 || mi > math.MaxUint16 || ex > math.MaxUint16 {
 				return nil, ErrBadResults
 			}
 			r.CF.BucketSize, r.CF.MaxIterations, r.CF.Expansion = uint16(bs), uint16(mi), uint16(ex)
-			r.CF.Slots = d.uvarint()
+			r.CF.Slots = d.Uvarint()
 		}
-		if d.bad {
+		if d.Bad {
 			return nil, ErrBadResults
 		}
 	}
-	if d.bad || len(d.b) != 0 {
+	if d.Bad || len(d.B) != 0 {
 		return nil, ErrBadResults
 	}
 	return out, nil

@@ -20,13 +20,14 @@ var rules = []struct {
 }{
 	{"engine", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"rdb", nil, []string{"net", "os", "log"}},
-	{"command", nil, []string{"net", "os", "log"}},
+	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	{"command", []string{"internal/wire"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "keyspace"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "keyspace", "persistence"}, nil},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "persistence"}, nil},
 }
 
 func TestImportsPointDown(t *testing.T) {
