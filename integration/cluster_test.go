@@ -444,9 +444,11 @@ func TestReadLease(t *testing.T) {
 		}
 		return v
 	}
-	for _, lease := range []bool{true, false} {
-		t.Run(fmt.Sprintf("lease=%v", lease), func(t *testing.T) {
-			nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, fmt.Sprintf("--read-lease=%v", lease))
+	for _, cfg := range []struct{ lease, follower bool }{{true, true}, {true, false}, {false, true}} {
+		lease, flease := cfg.lease, cfg.lease && cfg.follower
+		t.Run(fmt.Sprintf("lease=%v,follower=%v", cfg.lease, cfg.follower), func(t *testing.T) {
+			nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"},
+				fmt.Sprintf("--read-lease=%v", cfg.lease), fmt.Sprintf("--follower-read-lease=%v", cfg.follower))
 			leader := leaderOf(t, nodes)
 			if got := replInfo(leader)["read_lease"]; got != fmt.Sprint(lease) {
 				t.Fatalf("INFO read_lease %q, want %v", got, lease)
@@ -503,6 +505,44 @@ func TestReadLease(t *testing.T) {
 			renewals := replInfo(leader)["lease_renewals"]
 			if lease == (renewals == "0") {
 				t.Fatalf("lease %v, yet INFO lease_renewals:%s", lease, renewals)
+			}
+
+			// A follower reading under its own lease asks the leader
+			// nothing per read, and still reads every write the leader
+			// acknowledged just before.
+			rpcs := func() int {
+				v, err := strconv.Atoi(replInfo(follower)["read_index_requests"])
+				if err != nil {
+					t.Fatalf("INFO replication read_index_requests: %v", err)
+				}
+				return v
+			}
+			if flease {
+				waitFor(t, 10*time.Second, "a follower lease", func() bool {
+					if err := fc.Do(ctx(t), "BF.EXISTS", "f", "x").Err(); err != nil {
+						t.Fatal(err)
+					}
+					return replInfo(follower)["follower_lease"] == "true" && replInfo(leader)["lease_holders"] == "1"
+				})
+			}
+			before = rpcs()
+			for i := 0; i < reads; i++ {
+				item := fmt.Sprintf("fresh-%d", i)
+				if err := lc.Do(ctx(t), "BF.ADD", "f", item).Err(); err != nil {
+					t.Fatal(err)
+				}
+				v, err := fc.Do(ctx(t), "BF.EXISTS", "f", item).Int()
+				if err != nil || v != 1 {
+					t.Fatalf("follower read after the leader acknowledged %q: %d, %v", item, v, err)
+				}
+			}
+			asked := rpcs() - before
+			t.Logf("%d follower reads, each after a write on the leader, sent %d read-index requests", reads, asked)
+			if flease && asked > 2 {
+				t.Fatalf("with a follower lease, %d reads sent %d read-index requests", reads, asked)
+			}
+			if !flease && asked < reads {
+				t.Fatalf("without leases, %d follower reads sent only %d read-index requests", reads, asked)
 			}
 		})
 	}

@@ -8,19 +8,29 @@
 // written share the next entry) → raft.Apply → fsm.Apply on every node
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
+// While followers hold read leases, the leader's reply also waits until
+// each of them reported the entry applied (readlease.go); a write that
+// must reach followers nudges the batcher to append the next entry, so
+// they learn of its commit at once.
 // Barrier → on a leader holding a lease (or the only voter), its read
-// index at once; otherwise one read-index round shared by concurrent reads
-// (leader: VerifyLeader, and a lease renewal through an empty entry;
-// follower: asks the leader) → wait for the local applied index. The read
-// index is the commit index, narrowed to the latest entry that carried a
-// command.
+// index at once; on a follower holding a lease, the index it was granted
+// at; otherwise one read-index round shared by concurrent reads (leader:
+// VerifyLeader, and a lease renewal through an empty entry; follower: asks
+// the leader) → wait for the local applied index. The read index is the
+// commit index, narrowed to the latest entry that carried a command.
+// leaseLoop, on followers reading linearizably: asks for a lease, renews
+// it, and reports every applied index while the leader may count it.
 //
 // State and locks: fsm.mu excludes Apply from image flushes and snapshot
-// installs; fsm.flushMu orders image writes; readers never lock.
+// installs; fsm.flushMu orders image writes; readers never lock; the
+// leader's lease holders sit behind holders.mu, taken once per write batch
+// and once per follower report.
 //
-// Trade-offs: leases save a heartbeat round per read batch on the leader and
-// trust the nodes' clocks to run at the same rate (Options.NoReadLease turns
-// them off). The image is flushed every FlushInterval (30 s by default) and
+// Trade-offs: leases save a heartbeat round per read batch on the leader,
+// and a request to the leader per read batch on a follower, and trust the
+// nodes' clocks to run at the same rate (Options.NoReadLease turns them
+// off). Follower leases make writes wait for the followers that hold them
+// (Options.NoFollowerLease turns those off). The image is flushed every FlushInterval (30 s by default) and
 // before snapshots, so restart replays at most that much log; snapshots
 // copy the whole image (simple and atomic, costly for very large data sets).
 package replication

@@ -86,6 +86,13 @@ func (f *fsm) setApplied(i uint64) {
 	f.wmu.Unlock()
 }
 
+// advanceCh is closed when the applied index next moves.
+func (f *fsm) advanceCh() <-chan struct{} {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return f.advance
+}
+
 // waitApplied returns once the local state includes index i.
 func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 	if f.applied.Load() >= i {

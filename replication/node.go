@@ -77,6 +77,13 @@ type Options struct {
 	// run at the same rate, to well within a factor of two. Default false:
 	// leases on.
 	NoReadLease bool
+	// NoFollowerLease keeps followers from holding read leases (see
+	// readlease.go): each batch of a follower's linearizable reads then
+	// asks the leader for its read index. With leases, a follower serving
+	// linearizable reads reads locally, and every write's reply waits
+	// until such followers have applied it. Default false: leases on
+	// (with NoReadLease, off).
+	NoFollowerLease bool
 	// TLS, if set, makes Raft and forwarded traffic mutual TLS: only nodes
 	// with a certificate from the cluster's CA may take part.
 	TLS *TLS
@@ -142,6 +149,7 @@ type Node struct {
 	snaps     *raft.FileSnapshotStore
 	peers     *peerPool
 	proposals chan *proposal
+	nudges    chan struct{} // see nudge
 	reads     *coalescer
 	log       *slog.Logger
 
@@ -161,6 +169,16 @@ type Node struct {
 	renewing atomic.Bool
 	rounds   atomic.Uint64
 	renewals atomic.Uint64
+	// holders are the followers holding read leases from this leader;
+	// flease is the lease this node holds as a follower, lastRead when its
+	// latest linearizable read arrived (Unix ns), leaseWake wakes
+	// leaseLoop after a pause in reads, leaseAsks counts its requests.
+	holders   *holders
+	flease    atomic.Pointer[followerLease]
+	lastRead  atomic.Int64
+	leaseWake chan struct{}
+	leaseAsks atomic.Uint64
+	readRPCs  atomic.Uint64 // read-index requests sent to the leader
 	// voters is the number of voters in the latest known configuration.
 	// A leader that is the only voter cannot be deposed behind its back,
 	// so its reads need no heartbeat round.
@@ -186,6 +204,7 @@ func Open(opts Options) (*Node, error) {
 	n.leaderGen.Store(1)
 	n.peers = newPeerPool(opts.Password, dialFrom(opts.RaftAddr), opts.TLS)
 	n.reads = newCoalescer(n.readIndexRound)
+	n.holders, n.leaseWake, n.nudges = newHolders(), make(chan struct{}, 1), make(chan struct{}, 1)
 	var err error
 	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), Logger: opts.Logger}); err != nil {
 		return nil, err
@@ -198,9 +217,10 @@ func Open(opts Options) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.batcher()
 	go n.background()
+	go n.leaseLoop()
 	if opts.Join != "" {
 		n.wg.Add(1)
 		go n.joinLoop()
@@ -455,6 +475,15 @@ func (n *Node) batcher() {
 		case <-n.stop:
 			return
 		case p = <-n.proposals:
+		case <-n.nudges:
+			// An entry that commits must reach the followers now, not at
+			// Raft's next idle tick: any entry appended after it carries
+			// the commit index to them, an empty one if nothing else.
+			select {
+			case p = <-n.proposals:
+			default:
+				p = &proposal{done: make(chan proposed, 1)}
+			}
 		}
 		select {
 		case slots <- struct{}{}:
@@ -501,6 +530,17 @@ func (n *Node) batcher() {
 			finish(fut, batch)
 			<-slots
 		}()
+	}
+}
+
+// nudge asks the batcher to carry the commit index to the followers with
+// the next entry, appending an empty one if none is waiting: a follower
+// learns of commits only from appended entries, or from Raft's tick
+// (CommitTimeout) when none come.
+func (n *Node) nudge() {
+	select {
+	case n.nudges <- struct{}{}:
+	default:
 	}
 }
 
@@ -564,6 +604,9 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 	}
 	select {
 	case r := <-p.done:
+		if r.err == nil && len(cmds) > 0 && n.holders.wait(ctx, r.index, n.nudge) != nil {
+			return 0, nil, command.ErrUnknownOutcome
+		}
 		return r.index, r.results, r.err
 	case <-ctx.Done():
 		return 0, nil, command.ErrUnknownOutcome
@@ -670,6 +713,7 @@ func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error
 	if err != nil {
 		return 0, nil, err
 	}
+	n.nudge() // the follower replies once it has applied the entry
 	return idx, keyspace.EncodeResults(res), nil
 }
 
@@ -689,6 +733,14 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 			return command.ErrTimeout
 		}
 		return nil
+	}
+	if !n.opts.NoReadLease && !n.opts.NoFollowerLease {
+		if ok, err := n.localRead(ctx); ok {
+			if err != nil {
+				return command.ErrTimeout
+			}
+			return nil
+		}
 	}
 	for {
 		idx, err := n.reads.do(ctx)
@@ -717,6 +769,7 @@ func (n *Node) readIndexRound(ctx context.Context) (uint64, error) {
 	if id == "" || addr == "" || id == n.opts.NodeID {
 		return 0, command.ErrNoLeader
 	}
+	n.readRPCs.Add(1)
 	v, err := n.peers.get(addr).Do(ctx, "BFRAFT.READINDEX").Int64()
 	if err != nil {
 		return 0, command.ErrNoLeader
@@ -891,6 +944,11 @@ func (n *Node) ReplicationInfo() [][2]string {
 		{"read_lease", strconv.FormatBool(!n.opts.NoReadLease)},
 		{"leader_rounds", strconv.FormatUint(n.rounds.Load(), 10)},
 		{"lease_renewals", strconv.FormatUint(n.renewals.Load(), 10)},
+		{"follower_read_lease", strconv.FormatBool(!n.opts.NoReadLease && !n.opts.NoFollowerLease)},
+		{"follower_lease", strconv.FormatBool(n.holdsLease())},
+		{"follower_lease_requests", strconv.FormatUint(n.leaseAsks.Load(), 10)},
+		{"read_index_requests", strconv.FormatUint(n.readRPCs.Load(), 10)},
+		{"lease_holders", strconv.Itoa(n.holders.count())},
 	}
 	members, _ := n.Members()
 	var parts []string

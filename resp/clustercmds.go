@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"strconv"
 )
 
 // Commands between nodes, and the operators' membership commands. They
@@ -10,6 +11,7 @@ func init() {
 	admin := []string{"@admin", "@slow", "@dangerous"}
 	conn("bfraft.forward", 2, []string{"write"}, admin, cmdForward)
 	conn("bfraft.readindex", 1, []string{"readonly", "fast"}, admin, cmdReadIndex)
+	conn("bfraft.lease", 4, []string{"readonly", "fast"}, admin, cmdLease)
 	conn("bfcluster", -2, nil, admin, nil).subs = map[string]*spec{
 		"join":    {name: "join", arity: 5, run: cmdClusterJoin},
 		"remove":  {name: "remove", arity: 3, run: cmdClusterRemove},
@@ -53,6 +55,29 @@ func cmdReadIndex(s *session, a [][]byte) {
 		s.w.Error(wireError(err))
 		return
 	}
+	s.w.Int(int64(idx))
+}
+
+// BFRAFT.LEASE <node-id> <applied-index> <0|1>
+func cmdLease(s *session, a [][]byte) {
+	c, ctx, cancel, ok := s.clusterCtx()
+	if !ok {
+		return
+	}
+	defer cancel()
+	applied, err := strconv.ParseUint(string(a[2]), 10, 64)
+	want := string(a[3])
+	if err != nil || (want != "0" && want != "1") {
+		s.w.Error(msgNotInteger)
+		return
+	}
+	d, idx, err := c.Lease(ctx, string(a[1]), applied, want == "1")
+	if err != nil {
+		s.w.Error(wireError(err))
+		return
+	}
+	s.w.Array(2)
+	s.w.Int(d.Microseconds())
 	s.w.Int(int64(idx))
 }
 
