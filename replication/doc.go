@@ -9,28 +9,28 @@
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
 // While followers hold read leases, the leader's reply also waits until
-// each of them reported the entry applied (readlease.go); a write that
-// must reach followers nudges the batcher to append the next entry, so
-// they learn of its commit at once.
+// it has told each of them the entry is committed (readlease.go). A
+// forwarded write nudges the batcher to append the next entry, so the
+// forwarding follower learns of its commit at once.
 // Barrier → on a leader holding a lease (or the only voter), its read
 // index at once; on a follower holding a lease, the index it was granted
 // at; otherwise one read-index round shared by concurrent reads (leader:
 // VerifyLeader, and a lease renewal through an empty entry; follower: asks
 // the leader) → wait for the local applied index. The read index is the
 // commit index, narrowed to the latest entry that carried a command.
-// leaseLoop, on followers reading linearizably: asks for a lease, renews
-// it, and reports every applied index while the leader may count it.
+// leaseLoop, on followers reading linearizably: asks for a lease and
+// renews it; a read under it waits for the latest index the leader told.
 //
 // State and locks: fsm.mu excludes Apply from image flushes and snapshot
 // installs; fsm.flushMu orders image writes; readers never lock; the
 // leader's lease holders sit behind holders.mu, taken once per write batch
-// and once per follower report.
+// and per message to a holder.
 //
 // Trade-offs: leases save a heartbeat round per read batch on the leader,
 // and a request to the leader per read batch on a follower, and trust the
 // nodes' clocks to run at the same rate (Options.NoReadLease turns them
-// off). Follower leases make writes wait for the followers that hold them
-// (Options.NoFollowerLease turns those off). The image is flushed every FlushInterval (30 s by default) and
+// off). Follower leases make each write wait for a round trip to the
+// followers that hold them (Options.NoFollowerLease turns those off). The image is flushed every FlushInterval (30 s by default) and
 // before snapshots, so restart replays at most that much log; snapshots
 // copy the whole image (simple and atomic, costly for very large data sets).
 package replication

@@ -81,8 +81,8 @@ type Options struct {
 	// readlease.go): each batch of a follower's linearizable reads then
 	// asks the leader for its read index. With leases, a follower serving
 	// linearizable reads reads locally, and every write's reply waits
-	// until such followers have applied it. Default false: leases on
-	// (with NoReadLease, off).
+	// until the leader has told such followers it committed. Default
+	// false: leases on (with NoReadLease, off).
 	NoFollowerLease bool
 	// TLS, if set, makes Raft and forwarded traffic mutual TLS: only nodes
 	// with a certificate from the cluster's CA may take part.
@@ -170,11 +170,13 @@ type Node struct {
 	rounds   atomic.Uint64
 	renewals atomic.Uint64
 	// holders are the followers holding read leases from this leader;
-	// flease is the lease this node holds as a follower, lastRead when its
-	// latest linearizable read arrived (Unix ns), leaseWake wakes
-	// leaseLoop after a pause in reads, leaseAsks counts its requests.
+	// flease is the lease this node holds as a follower, told the latest
+	// index its leader said was committed, lastRead when its latest
+	// linearizable read arrived (Unix ns), leaseWake wakes leaseLoop after
+	// a pause in reads, leaseAsks counts its requests.
 	holders   *holders
 	flease    atomic.Pointer[followerLease]
+	told      atomic.Uint64
 	lastRead  atomic.Int64
 	leaseWake chan struct{}
 	leaseAsks atomic.Uint64
@@ -204,7 +206,7 @@ func Open(opts Options) (*Node, error) {
 	n.leaderGen.Store(1)
 	n.peers = newPeerPool(opts.Password, dialFrom(opts.RaftAddr), opts.TLS)
 	n.reads = newCoalescer(n.readIndexRound)
-	n.holders, n.leaseWake, n.nudges = newHolders(), make(chan struct{}, 1), make(chan struct{}, 1)
+	n.holders, n.leaseWake, n.nudges = newHolders(n.tell), make(chan struct{}, 1), make(chan struct{}, 1)
 	var err error
 	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), Logger: opts.Logger}); err != nil {
 		return nil, err
@@ -604,7 +606,7 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 	}
 	select {
 	case r := <-p.done:
-		if r.err == nil && len(cmds) > 0 && n.holders.wait(ctx, r.index, n.nudge) != nil {
+		if r.err == nil && len(cmds) > 0 && n.holders.wait(ctx, r.index) != nil {
 			return 0, nil, command.ErrUnknownOutcome
 		}
 		return r.index, r.results, r.err

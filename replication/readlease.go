@@ -14,19 +14,21 @@ import (
 // Without one, a follower's linearizable read needs the leader's commit
 // index at the time the read arrived: one round trip per batch of reads.
 // A follower lease replaces the round trip with a promise from the leader:
-// while the follower holds it, the leader acknowledges no write until that
-// follower has applied it (or the lease ended). Everything acknowledged
-// anywhere is then already in the follower's state, and it reads locally.
+// while the follower holds it, the leader acknowledges no write until it
+// has told that follower the write's index is committed (or the lease
+// ended). A read on the follower then waits until it has applied the
+// latest index it was told, and so sees every write acknowledged anywhere
+// before it arrived.
 //
 // A follower lease never outlasts the leader's own lease (see renewLease),
 // so it ends before another node can be elected and acknowledge writes the
-// follower has not seen. The follower times it from before it asked, the
-// leader from when it granted, plus a margin for clock rate: the
+// follower was not told of. The follower times it from before it asked,
+// the leader from when it granted, plus a margin for clock rate: the
 // follower's lease always ends first.
 //
-// The price: while a follower holds a lease, writes wait for it to apply
-// them, that is for the commit index to reach it. Followers hold leases
-// only while linearizable reads arrive, and report every index they apply.
+// The price: while a follower holds a lease, a write's reply waits for one
+// message to that follower and its answer (concurrent writes share it).
+// Followers hold leases only while linearizable reads arrive.
 
 // Errors a leader answers lease requests with.
 var (
@@ -47,41 +49,58 @@ const (
 
 // holders is the leader's table of follower leases.
 type holders struct {
+	// tell sends a follower the committed index, and returns once it
+	// knows it.
+	tell func(id string, index uint64) error
+
 	mu      sync.Mutex
 	m       map[string]*holder
-	changed chan struct{} // closed and replaced on every report
+	changed chan struct{} // closed and replaced whenever a holder changes
 }
 
 type holder struct {
 	until   time.Time // the follower's lease ends before this
-	applied uint64    // the latest index it reported applied
+	told    uint64    // the follower knows entries up to here committed
+	want    uint64    // the index writes wait to have told it
+	sending bool      // a message to it is under way
+	failed  bool      // the last message failed: wait out the lease
 }
 
-func newHolders() *holders {
-	return &holders{m: map[string]*holder{}, changed: make(chan struct{})}
+func newHolders(tell func(string, uint64) error) *holders {
+	return &holders{tell: tell, m: map[string]*holder{}, changed: make(chan struct{})}
 }
 
-// report records a follower's applied index and, if until is later, the
-// new end of its lease.
-func (h *holders) report(id string, applied uint64, until time.Time) {
+// grant records a lease for follower id until the given time; the
+// follower will wait for index before it reads, so it need not be told of
+// anything up to that.
+func (h *holders) grant(id string, until time.Time) {
 	h.mu.Lock()
 	x := h.m[id]
 	if x == nil {
 		x = &holder{}
 		h.m[id] = x
 	}
-	x.until = later(x.until, until)
-	x.applied = max(x.applied, applied)
-	close(h.changed)
-	h.changed = make(chan struct{})
+	if until.After(x.until) {
+		x.until = until
+	}
+	x.failed = false
+	h.broadcast()
 	h.mu.Unlock()
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// granted marks follower id as knowing everything up to index.
+func (h *holders) granted(id string, index uint64) {
+	h.mu.Lock()
+	if x := h.m[id]; x != nil {
+		x.told = max(x.told, index)
+		h.broadcast()
 	}
-	return a
+	h.mu.Unlock()
+}
+
+func (h *holders) broadcast() {
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
 // count returns the followers whose lease has not ended.
@@ -98,9 +117,9 @@ func (h *holders) count() int {
 	return n
 }
 
-// wait returns once every follower holding a lease has applied index i,
-// or its lease has ended. It calls blocked before it first waits.
-func (h *holders) wait(ctx context.Context, i uint64, blocked func()) error {
+// wait returns once every follower holding a lease knows that index i is
+// committed, or its lease has ended.
+func (h *holders) wait(ctx context.Context, i uint64) error {
 	for {
 		h.mu.Lock()
 		now := time.Now()
@@ -110,18 +129,22 @@ func (h *holders) wait(ctx context.Context, i uint64, blocked func()) error {
 				delete(h.m, id)
 				continue
 			}
-			if x.applied < i && (first.IsZero() || x.until.Before(first)) {
+			if x.told >= i {
+				continue
+			}
+			if first.IsZero() || x.until.Before(first) {
 				first = x.until
+			}
+			x.want = max(x.want, i)
+			if !x.sending && !x.failed {
+				x.sending = true
+				go h.send(id, x)
 			}
 		}
 		ch := h.changed
 		h.mu.Unlock()
 		if first.IsZero() {
 			return nil
-		}
-		if blocked != nil {
-			blocked()
-			blocked = nil
 		}
 		t := time.NewTimer(time.Until(first))
 		select {
@@ -135,11 +158,59 @@ func (h *holders) wait(ctx context.Context, i uint64, blocked func()) error {
 	}
 }
 
-// Lease implements resp.Cluster on the leader: follower id reports the
-// index it has applied, and, if want, asks for a lease. It returns the
-// lease's length (0: none now; ask again) and the read index the follower
-// must reach before it reads under it.
-func (n *Node) Lease(ctx context.Context, id string, applied uint64, want bool) (time.Duration, uint64, error) {
+// send tells follower id of commits until it knows what writes wait for;
+// one message at a time, so concurrent writes share each.
+func (h *holders) send(id string, x *holder) {
+	for {
+		h.mu.Lock()
+		target := x.want
+		if target <= x.told {
+			x.sending = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		err := h.tell(id, target)
+		h.mu.Lock()
+		if err != nil {
+			// Writes wait for the lease to end, unless it is granted again.
+			x.sending, x.failed = false, true
+			h.broadcast()
+			h.mu.Unlock()
+			return
+		}
+		x.told = max(x.told, target)
+		h.broadcast()
+		h.mu.Unlock()
+	}
+}
+
+// tell implements holders.tell over the follower's RESP address.
+func (n *Node) tell(id string, index uint64) error {
+	addr := n.fsm.memberAddr(id)
+	if addr == "" {
+		return errNotMember
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.leaseTerm())
+	defer cancel()
+	return n.peers.get(addr).Do(ctx, "BFRAFT.COMMITTED", index).Err()
+}
+
+// Committed implements resp.Cluster on a follower: the leader's word that
+// entries up to index are committed. Reads under a lease wait for them.
+func (n *Node) Committed(index uint64) {
+	for {
+		old := n.told.Load()
+		if index <= old || n.told.CompareAndSwap(old, index) {
+			return
+		}
+	}
+}
+
+// Lease implements resp.Cluster on the leader: follower id asks for a
+// read lease. It returns the lease's length (0: none now; ask again) and
+// the read index the follower must reach before it reads under it.
+func (n *Node) Lease(ctx context.Context, id string) (time.Duration, uint64, error) {
 	if n.opts.NoReadLease || n.opts.NoFollowerLease {
 		return 0, 0, errLeaseRefused
 	}
@@ -149,24 +220,23 @@ func (n *Node) Lease(ctx context.Context, id string, applied uint64, want bool) 
 	if id == n.opts.NodeID || n.fsm.memberAddr(id) == "" {
 		return 0, 0, errNotMember
 	}
-	var d time.Duration
-	now := time.Now()
-	if want && n.leaseHeld() {
-		l := n.lease.Load()
-		d = min(l.until.Sub(now), n.leaseTerm())
-	} else if want {
+	if !n.leaseHeld() {
 		n.renewLease()
+		return 0, 0, nil
 	}
-	var until time.Time
-	if d > 0 {
-		// The follower counts from before it asked; the margin covers
-		// clocks that run at slightly different rates.
-		until = now.Add(d + d/32 + time.Millisecond)
+	now := time.Now()
+	d := min(time.Until(n.lease.Load().until), n.leaseTerm())
+	if d <= 0 {
+		return 0, 0, nil
 	}
-	// Recorded before the commit index is read: a write whose wait missed
-	// this lease committed before it, so the read index covers it.
-	n.holders.report(id, applied, until)
-	return d, n.fsm.readIndex(n.raft.CommitIndex()), nil
+	// The follower counts from before it asked; the margin covers clocks
+	// that run at slightly different rates. Recorded before the commit
+	// index is read: a write whose wait missed this lease committed before
+	// it, so the read index covers it.
+	n.holders.grant(id, now.Add(d+d/32+time.Millisecond))
+	idx := n.fsm.readIndex(n.raft.CommitIndex())
+	n.holders.granted(id, idx)
+	return d, idx, nil
 }
 
 // followerLease is a lease this follower holds.
@@ -198,42 +268,27 @@ func (n *Node) localRead(ctx context.Context) (ok bool, err error) {
 	if l == nil || !now.Before(l.until) {
 		return false, nil
 	}
-	return true, n.fsm.waitApplied(ctx, l.need)
+	return true, n.fsm.waitApplied(ctx, max(l.need, n.told.Load()))
 }
 
 // leaseLoop runs on every node: as a follower serving linearizable reads
-// it holds a lease, and while it may still be counted as a holder it
-// reports each index it applies.
+// it holds a lease, renewed once half of it is gone.
 func (n *Node) leaseLoop() {
 	defer n.wg.Done()
-	var (
-		reported  uint64
-		reportEnd time.Time // the leader may count us as a holder until then
-		renewAt   time.Time
-	)
+	var renewAt time.Time
 	for {
 		now := time.Now()
 		active := now.UnixNano()-n.lastRead.Load() < int64(leaseIdle) && !n.IsLeader()
-		reporting := now.Before(reportEnd)
 		if !active {
 			n.flease.Store(nil)
 		}
-		applied := n.fsm.applied.Load()
-		due := (active && !now.Before(renewAt)) || (reporting && applied > reported)
-		if !due {
+		// Ask only once caught up: a lease is for serving reads now.
+		if !active || now.Before(renewAt) || n.fsm.applied.Load() < n.fsm.readIndex(n.raft.CommitIndex()) {
 			var timer <-chan time.Time
-			switch {
-			case active:
-				timer = time.After(time.Until(renewAt))
-			case reporting:
-				timer = time.After(time.Until(reportEnd))
-			}
 			var advance <-chan struct{}
-			if active || reporting {
+			if active {
+				timer = time.After(time.Until(renewAt))
 				advance = n.fsm.advanceCh()
-				if n.fsm.applied.Load() != applied {
-					continue
-				}
 			}
 			select {
 			case <-n.stop:
@@ -244,54 +299,32 @@ func (n *Node) leaseLoop() {
 			}
 			continue
 		}
-		// Ask only once caught up: otherwise writes would wait for this
-		// node to replay its backlog.
-		want := active && applied >= n.fsm.readIndex(n.raft.CommitIndex())
 		asked := time.Now()
-		d, need, err := n.askLease(applied, want)
-		reported = applied
+		d, need, err := n.askLease()
 		if err != nil || d <= 0 {
 			n.flease.Store(nil)
 			renewAt = time.Now().Add(leaseRetry)
-			if err != nil {
-				if want {
-					// A grant may have been lost on the way: report
-					// until it has surely ended.
-					reportEnd = later(reportEnd, time.Now().Add(n.leaseTerm()+n.leaseTerm()/16))
-				}
-				select {
-				case <-n.stop:
-					return
-				case <-time.After(leaseRetry):
-				}
-			}
 			continue
 		}
 		n.flease.Store(&followerLease{until: asked.Add(d), need: need})
 		renewAt = asked.Add(d / 2)
-		// The leader counts this node as a holder a little longer.
-		reportEnd = later(reportEnd, time.Now().Add(d+d/16+2*time.Millisecond))
 	}
 }
 
-// askLease reports to the leader and asks it for a lease.
-func (n *Node) askLease(applied uint64, want bool) (time.Duration, uint64, error) {
+// askLease asks the leader for a lease.
+func (n *Node) askLease() (time.Duration, uint64, error) {
 	id, addr := n.leaderRESP()
 	if id == "" || addr == "" || id == n.opts.NodeID {
 		return 0, 0, command.ErrNoLeader
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.leaseTerm())
 	defer cancel()
-	w := 0
-	if want {
-		w = 1
-	}
-	v, err := n.peers.get(addr).Do(ctx, "BFRAFT.LEASE", n.opts.NodeID, applied, w).Slice()
+	n.leaseAsks.Add(1)
+	v, err := n.peers.get(addr).Do(ctx, "BFRAFT.LEASE", n.opts.NodeID).Slice()
 	if err != nil || len(v) != 2 {
 		return 0, 0, command.ErrNoLeader
 	}
 	us, _ := v[0].(int64)
 	idx, _ := v[1].(int64)
-	n.leaseAsks.Add(1)
 	return time.Duration(us) * time.Microsecond, uint64(idx), nil
 }

@@ -2,49 +2,83 @@ package replication
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 )
 
+// fakeFollowers answers holders.tell: each message waits for release, then
+// succeeds unless the follower is down.
+type fakeFollowers struct {
+	mu      sync.Mutex
+	down    map[string]bool
+	told    map[string][]uint64
+	release chan struct{}
+}
+
+func (f *fakeFollowers) tell(id string, index uint64) error {
+	<-f.release
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[id] {
+		return errors.New("down")
+	}
+	f.told[id] = append(f.told[id], index)
+	return nil
+}
+
 func TestHoldersWait(t *testing.T) {
-	h := newHolders()
+	f := &fakeFollowers{down: map[string]bool{}, told: map[string][]uint64{}, release: make(chan struct{})}
+	h := newHolders(f.tell)
 	ctx := context.Background()
-	if err := h.wait(ctx, 10, nil); err != nil {
+	if err := h.wait(ctx, 10); err != nil {
 		t.Fatalf("no holders: %v", err)
 	}
 
-	// A holder that has not applied the index holds the write back until
-	// it reports it.
-	h.report("b", 5, time.Now().Add(time.Minute))
-	done := make(chan error, 1)
-	go func() { done <- h.wait(ctx, 10, nil) }()
-	h.report("b", 9, time.Time{})
-	select {
-	case err := <-done:
-		t.Fatalf("returned at applied 9 < 10: %v", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	h.report("b", 10, time.Time{})
-	if err := <-done; err != nil {
+	// A holder granted at index 5 must be told of index 10 before a write
+	// at 10 returns; writes at or below 5 need nothing.
+	h.grant("b", time.Now().Add(time.Minute))
+	h.granted("b", 5)
+	if err := h.wait(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan error, 3)
+	go func() { done <- h.wait(ctx, 10) }()
+	waitWant(t, h, "b", 10)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the follower was told: %v", err)
+	default:
+	}
+	// Writes that arrive meanwhile share the next message.
+	go func() { done <- h.wait(ctx, 11) }()
+	go func() { done <- h.wait(ctx, 12) }()
+	waitWant(t, h, "b", 12)
+	close(f.release)
+	for i := 0; i < 3; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	if got := f.told["b"]; len(got) < 1 || len(got) > 2 || got[len(got)-1] != 12 {
+		t.Fatalf("follower b was told %v, want at most two messages, the last about 12", got)
+	}
+	f.mu.Unlock()
 	if h.count() != 1 {
 		t.Fatalf("count %d, want 1", h.count())
 	}
 
-	// A report without a lease never shortens one.
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	if err := h.wait(short, 11, nil); err == nil {
-		t.Fatal("returned although holder b has not applied 11")
-	}
-
-	// A holder that stops reporting holds writes back only until its
-	// lease ends.
-	h.report("c", 0, time.Now().Add(50*time.Millisecond))
-	h.report("b", 100, time.Time{})
+	// A holder that cannot be told holds writes back until its lease ends,
+	// and is not retried in the meantime.
+	f.mu.Lock()
+	f.down["c"] = true
+	f.mu.Unlock()
+	h.grant("c", time.Now().Add(50*time.Millisecond))
+	h.granted("c", 0)
 	began := time.Now()
-	if err := h.wait(ctx, 50, nil); err != nil {
+	if err := h.wait(ctx, 20); err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(began); waited < 30*time.Millisecond {
@@ -52,5 +86,32 @@ func TestHoldersWait(t *testing.T) {
 	}
 	if h.count() != 1 {
 		t.Fatalf("count %d after c's lease ended, want 1", h.count())
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	f.mu.Lock()
+	f.down["b"] = true
+	f.mu.Unlock()
+	h.grant("b", time.Now().Add(time.Minute))
+	if err := h.wait(short, 30); err == nil {
+		t.Fatal("returned although follower b, still holding a lease, was never told of 30")
+	}
+}
+
+// waitWant polls until writes wait for follower id to be told of index.
+func waitWant(t *testing.T, h *holders, id string, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		want := h.m[id].want
+		h.mu.Unlock()
+		if want >= index {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes never waited for %s to be told of %d", id, index)
+		}
+		time.Sleep(time.Millisecond) // polling the table
 	}
 }

@@ -11,7 +11,8 @@ func init() {
 	admin := []string{"@admin", "@slow", "@dangerous"}
 	conn("bfraft.forward", 2, []string{"write"}, admin, cmdForward)
 	conn("bfraft.readindex", 1, []string{"readonly", "fast"}, admin, cmdReadIndex)
-	conn("bfraft.lease", 4, []string{"readonly", "fast"}, admin, cmdLease)
+	conn("bfraft.lease", 2, []string{"readonly", "fast"}, admin, cmdLease)
+	conn("bfraft.committed", 2, []string{"readonly", "fast"}, admin, cmdCommitted)
 	conn("bfcluster", -2, nil, admin, nil).subs = map[string]*spec{
 		"join":    {name: "join", arity: 5, run: cmdClusterJoin},
 		"remove":  {name: "remove", arity: 3, run: cmdClusterRemove},
@@ -58,20 +59,14 @@ func cmdReadIndex(s *session, a [][]byte) {
 	s.w.Int(int64(idx))
 }
 
-// BFRAFT.LEASE <node-id> <applied-index> <0|1>
+// BFRAFT.LEASE <node-id>
 func cmdLease(s *session, a [][]byte) {
 	c, ctx, cancel, ok := s.clusterCtx()
 	if !ok {
 		return
 	}
 	defer cancel()
-	applied, err := strconv.ParseUint(string(a[2]), 10, 64)
-	want := string(a[3])
-	if err != nil || (want != "0" && want != "1") {
-		s.w.Error(msgNotInteger)
-		return
-	}
-	d, idx, err := c.Lease(ctx, string(a[1]), applied, want == "1")
+	d, idx, err := c.Lease(ctx, string(a[1]))
 	if err != nil {
 		s.w.Error(wireError(err))
 		return
@@ -79,6 +74,22 @@ func cmdLease(s *session, a [][]byte) {
 	s.w.Array(2)
 	s.w.Int(d.Microseconds())
 	s.w.Int(int64(idx))
+}
+
+// BFRAFT.COMMITTED <index>
+func cmdCommitted(s *session, a [][]byte) {
+	c, _, cancel, ok := s.clusterCtx()
+	if !ok {
+		return
+	}
+	cancel()
+	idx, err := strconv.ParseUint(string(a[1]), 10, 64)
+	if err != nil {
+		s.w.Error(msgNotInteger)
+		return
+	}
+	c.Committed(idx)
+	s.w.Simple("OK")
 }
 
 // BFCLUSTER JOIN <node-id> <raft-addr> <resp-addr>

@@ -44,10 +44,12 @@ type Cluster interface {
 	Forward(ctx context.Context, batch []byte) (uint64, []byte, error)
 	// ReadIndex is the leader's confirmed commit index, for peers' reads.
 	ReadIndex(ctx context.Context) (uint64, error)
-	// Lease takes a follower's report of its applied index and, if want,
-	// grants it a read lease: its length (0: none now) and the read index
-	// the follower must reach first.
-	Lease(ctx context.Context, id string, applied uint64, want bool) (time.Duration, uint64, error)
+	// Lease grants follower id a read lease (on the leader): its length
+	// (0: none now) and the read index the follower must reach first.
+	Lease(ctx context.Context, id string) (time.Duration, uint64, error)
+	// Committed is the leader's word to a follower holding a lease that
+	// entries up to index are committed.
+	Committed(index uint64)
 }
 
 // Options configure a Server. Zero values take the documented defaults.

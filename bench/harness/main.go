@@ -7,6 +7,7 @@
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
+//	go run ./bench/harness clusterwrites # 3 nodes: BF.ADD with follower read leases on vs off
 //	go run ./bench/harness memory       # RSS of 1M@1% and 100M@0.1% filters vs their bits
 //	go run ./bench/harness startup      # restart time of a node holding 1 GiB of filters
 package main
@@ -62,12 +63,14 @@ func main() {
 		durable()
 	case "cluster":
 		cluster()
+	case "clusterwrites":
+		clusterWrites()
 	case "memory":
 		memory()
 	case "startup":
 		startup()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] throughput|durable|cluster|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
@@ -310,33 +313,9 @@ func durable() {
 // cluster: three nodes; BF.EXISTS on a follower and on the leader, with
 // linearizable reads (default) against stale reads.
 func cluster() {
-	var nodes []*server
-	first := startBF("--node-id", "n1")
-	nodes = append(nodes, first)
-	for i := 2; i <= 3; i++ {
-		nodes = append(nodes, startBF("--node-id", fmt.Sprintf("n%d", i), "--join", fmt.Sprintf("127.0.0.1:%d", first.port)))
-	}
-	defer func() {
-		for _, n := range nodes {
-			n.stop()
-		}
-	}()
-	// Measure only once every node knows all three members.
-	deadline := time.Now().Add(30 * time.Second)
-	for _, n := range nodes {
-		c := n.client()
-		for {
-			info, _ := c.Info(context.Background(), "replication").Result()
-			if strings.Contains(info, "num_members:3\r\n") {
-				break
-			}
-			if time.Now().After(deadline) {
-				check(fmt.Errorf("the cluster did not form"))
-			}
-			time.Sleep(50 * time.Millisecond) // polling INFO
-		}
-		c.Close()
-	}
+	nodes := startCluster()
+	defer stopAll(nodes)
+	first := nodes[0]
 	first.do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
 	c := first.client()
 	pipe := c.Pipeline()
@@ -374,6 +353,106 @@ func cluster() {
 			fmt.Printf("%-8s P%-3d linearizable %10.0f rps (p99 %.3f ms)  stale %10.0f rps (p99 %.3f ms)  ratio %.2f\n",
 				role, p, l, median(lin, func(r result) float64 { return r.p99 }), s, median(stale, func(r result) float64 { return r.p99 }), l/s)
 		}
+	}
+}
+
+// startCluster starts three nodes, n1 first (so it leads), and waits until
+// every node knows all three members.
+func startCluster(args ...string) []*server {
+	first := startBF(append([]string{"--node-id", "n1"}, args...)...)
+	nodes := []*server{first}
+	for i := 2; i <= 3; i++ {
+		nodes = append(nodes, startBF(append([]string{"--node-id", fmt.Sprintf("n%d", i), "--join", fmt.Sprintf("127.0.0.1:%d", first.port)}, args...)...))
+	}
+	for _, n := range nodes {
+		n.waitInfo("num_members:3\r\n")
+	}
+	return nodes
+}
+
+// waitInfo polls INFO replication until it contains want.
+func (s *server) waitInfo(want string) {
+	c := s.client()
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, _ := c.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("%s: INFO replication never showed %q", s.name, want))
+		}
+		time.Sleep(50 * time.Millisecond) // polling INFO
+	}
+}
+
+func stopAll(nodes []*server) {
+	for _, n := range nodes {
+		n.stop()
+	}
+}
+
+// clusterWrites: what follower read leases cost writes. Three nodes, a
+// follower (n3) serving linearizable reads throughout; BF.ADD on the
+// leader and on the other follower, with --follower-read-lease on and off.
+func clusterWrites() {
+	fmt.Println("# 3 nodes, n3 serving linearizable BF.EXISTS (4 clients): BF.ADD with follower read leases on vs off")
+	type row struct {
+		name string
+		rps  [2]float64
+		p50  [2]float64
+	}
+	var rows []*row
+	get := func(name string) *row {
+		for _, r := range rows {
+			if r.name == name {
+				return r
+			}
+		}
+		r := &row{name: name}
+		rows = append(rows, r)
+		return r
+	}
+	for i, on := range []bool{true, false} {
+		nodes := startCluster(fmt.Sprintf("--follower-read-lease=%v", on))
+		nodes[0].do("BF.RESERVE", "bf", "0.01", "50000000", "NONSCALING")
+		reader := exec.Command("redis-benchmark", "-p", strconv.Itoa(nodes[2].port), "-c", "4", "-n", "1000000000",
+			"-r", "1000000000", "-q", "BF.EXISTS", "bf", "__rand_int__")
+		check(reader.Start())
+		holders := "lease_holders:0"
+		if on {
+			holders = "lease_holders:1"
+		}
+		nodes[0].waitInfo(holders)
+		for _, target := range []struct {
+			name string
+			s    *server
+		}{{"leader", nodes[0]}, {"follower", nodes[1]}} {
+			for _, c := range []int{1, *clients} {
+				n := 1000
+				if c > 1 {
+					n = 50000
+				}
+				saved := *clients
+				*clients = c
+				var rs []result
+				for r := 0; r < *rounds; r++ {
+					rs = append(rs, bench(target.s, 1, n, []string{"BF.ADD", "bf", "__rand_int__"}))
+				}
+				*clients = saved
+				x := get(fmt.Sprintf("%s, %d clients", target.name, c))
+				x.rps[i] = median(rs, func(r result) float64 { return r.rps })
+				x.p50[i] = median(rs, func(r result) float64 { return r.p50 })
+			}
+		}
+		reader.Process.Kill()
+		reader.Wait()
+		stopAll(nodes)
+	}
+	for _, r := range rows {
+		fmt.Printf("BF.ADD on %-20s leases on %8.0f rps (p50 %.3f ms)  off %8.0f rps (p50 %.3f ms)  ratio %.2f\n",
+			r.name, r.rps[0], r.p50[0], r.rps[1], r.p50[1], r.rps[0]/r.rps[1])
 	}
 }
 

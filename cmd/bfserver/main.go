@@ -85,7 +85,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.maxMemory, "maxmemory", 0, "total bytes all filters may hold; writes answer OOM beyond it (0: no cap)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
 	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
-	fs.BoolVar(&c.followerLease, "follower-read-lease", true, "followers serving linearizable reads hold leases and read locally; writes then wait until those followers applied them (false: a read-index request to the leader per read batch)")
+	fs.BoolVar(&c.followerLease, "follower-read-lease", true, "followers serving linearizable reads hold leases and read locally; each write then waits for a round trip to those followers (false: a read-index request to the leader per read batch)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.Int64Var(&c.limits.MaxBulk, "proto-max-bulk-len", 512<<20, "longest argument a client may send")
 	fs.Int64Var(&c.limits.MaxArgs, "proto-max-multibulk-len", 1<<20, "most arguments in one command")
