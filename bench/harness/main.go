@@ -42,6 +42,7 @@ var (
 	threads  = flag.Int("threads", 0, "redis-benchmark --threads (0: single-threaded)")
 	roles    = flag.String("roles", "follower,leader", "cluster mode: the nodes to drive")
 	pipes    = flag.String("pipelines", "1,32", "cluster mode: the pipeline depths to run")
+	bfArgs   = flag.String("bfargs", "", "extra bfserver flags, space-separated, after the mode's own (e.g. \"--fsync=no\")")
 )
 
 func main() {
@@ -103,6 +104,7 @@ func startBF(args ...string) *server {
 	check(err)
 	all := append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort()),
 		"--data-dir", dir}, args...)
+	all = append(all, strings.Fields(*bfArgs)...)
 	s := &server{name: "bfserver", port: port, dir: dir, cmd: exec.Command(*bfBin, all...)}
 	check(s.cmd.Start())
 	s.waitReady()
