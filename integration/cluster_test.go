@@ -547,3 +547,68 @@ func TestReadLease(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseHolderKilled: a follower holding a read lease is killed with
+// kill -9. Writes on the leader keep being acknowledged (held back at most
+// until the lease ends), the other follower reads each of them right after
+// its acknowledgement, and the killed follower, restarted, reads them all.
+func TestLeaseHolderKilled(t *testing.T) {
+	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
+	leader := leaderOf(t, nodes)
+	lc := leader.client(2)
+	reserveLoadKeys(t, lc)
+	var holder, other *node
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		if holder == nil {
+			holder = n
+		} else {
+			other = n
+		}
+	}
+	hc, oc := holder.client(2), other.client(2)
+	waitFor(t, 10*time.Second, "a follower lease", func() bool {
+		if err := hc.Do(ctx(t), "BF.EXISTS", "fixed", "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		return replInfo(holder)["follower_lease"] == "true"
+	})
+	a := &acked{items: map[string][]string{}}
+	write := func(item string) {
+		if err := lc.Do(ctx(t), "BF.ADD", "fixed", item).Err(); err != nil {
+			t.Fatalf("BF.ADD %s on the leader: %v", item, err)
+		}
+		a.add("fixed", item)
+		v, err := oc.Do(ctx(t), "BF.EXISTS", "fixed", item).Int()
+		if err != nil || v != 1 {
+			t.Fatalf("the other follower read %s, acknowledged just before: %d, %v", item, v, err)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		write(fmt.Sprintf("before-%d", i))
+	}
+	holder.kill()
+	began := time.Now()
+	write("after-0")
+	t.Logf("first write after the holder died took %v (held back until its lease ended)", time.Since(began))
+	for i := 1; i < 200; i++ {
+		write(fmt.Sprintf("after-%d", i))
+	}
+	waitFor(t, 10*time.Second, "the leader to drop the dead holder", func() bool {
+		return replInfo(leader)["lease_holders"] == "0"
+	})
+	holder.launch()
+	waitFor(t, 30*time.Second, "the restarted follower to know the leader", func() bool {
+		return replInfo(holder)["leader_addr"] != ""
+	})
+	hc = holder.client(2)
+	for _, item := range a.snapshot()["fixed"] {
+		v, err := hc.Do(ctx(t), "BF.EXISTS", "fixed", item).Int()
+		if err != nil || v != 1 {
+			t.Fatalf("the restarted follower read %s: %d, %v", item, v, err)
+		}
+	}
+	converged(t, nodes, a)
+}
