@@ -578,12 +578,13 @@ func TestLeaseHolderKilled(t *testing.T) {
 	a := &acked{items: map[string][]string{}}
 	write := func(item string) {
 		if err := lc.Do(ctx(t), "BF.ADD", "fixed", item).Err(); err != nil {
-			t.Fatalf("BF.ADD %s on the leader: %v", item, err)
+			t.Errorf("BF.ADD %s on the leader: %v", item, err)
+			return
 		}
 		a.add("fixed", item)
 		v, err := oc.Do(ctx(t), "BF.EXISTS", "fixed", item).Int()
 		if err != nil || v != 1 {
-			t.Fatalf("the other follower read %s, acknowledged just before: %d, %v", item, v, err)
+			t.Errorf("the other follower read %s, acknowledged just before: %d, %v", item, v, err)
 		}
 	}
 	for i := 0; i < 50; i++ {
@@ -593,8 +594,21 @@ func TestLeaseHolderKilled(t *testing.T) {
 	began := time.Now()
 	write("after-0")
 	t.Logf("first write after the holder died took %v (held back until its lease ended)", time.Since(began))
-	for i := 1; i < 200; i++ {
-		write(fmt.Sprintf("after-%d", i))
+	// Writers in parallel, so that writes meet the other follower's lease
+	// renewals at every point.
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i < 200; i++ {
+				write(fmt.Sprintf("after-%d-%d", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	waitFor(t, 10*time.Second, "the leader to drop the dead holder", func() bool {
 		return replInfo(leader)["lease_holders"] == "0"

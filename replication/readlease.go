@@ -45,6 +45,10 @@ const (
 	leaseIdle = time.Second
 	// leaseRetry paces a follower's requests after a refusal or failure.
 	leaseRetry = 50 * time.Millisecond
+	// leaseBackoff: a follower the leader failed to reach gets no lease
+	// for this long, so that a follower that can reach the leader but not
+	// the other way round cannot hold writes back lease after lease.
+	leaseBackoff = 5 * time.Second
 )
 
 // holders is the leader's table of follower leases.
@@ -55,7 +59,8 @@ type holders struct {
 
 	mu      sync.Mutex
 	m       map[string]*holder
-	changed chan struct{} // closed and replaced whenever a holder changes
+	refuse  map[string]time.Time // no lease for these until then
+	changed chan struct{}        // closed and replaced whenever a holder changes
 }
 
 type holder struct {
@@ -63,18 +68,27 @@ type holder struct {
 	told    uint64    // the follower knows entries up to here committed
 	want    uint64    // the index writes wait to have told it
 	sending bool      // a message to it is under way
-	failed  bool      // the last message failed: wait out the lease
+	failed  bool      // a message failed: wait out the lease
 }
 
 func newHolders(tell func(string, uint64) error) *holders {
-	return &holders{tell: tell, m: map[string]*holder{}, changed: make(chan struct{})}
+	return &holders{tell: tell, m: map[string]*holder{}, refuse: map[string]time.Time{}, changed: make(chan struct{})}
 }
 
-// grant records a lease for follower id until the given time; the
-// follower will wait for index before it reads, so it need not be told of
-// anything up to that.
-func (h *holders) grant(id string, until time.Time) {
+// grant records a lease for follower id until the given time, unless the
+// leader failed to reach it lately. What the follower was told stays: the
+// read index the grant carries does not count as told, because the
+// follower may still read under its previous lease before the grant
+// reaches it.
+func (h *holders) grant(id string, until time.Time) bool {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.refuse[id]; ok {
+		if time.Now().Before(r) {
+			return false
+		}
+		delete(h.refuse, id)
+	}
 	x := h.m[id]
 	if x == nil {
 		x = &holder{}
@@ -83,19 +97,8 @@ func (h *holders) grant(id string, until time.Time) {
 	if until.After(x.until) {
 		x.until = until
 	}
-	x.failed = false
 	h.broadcast()
-	h.mu.Unlock()
-}
-
-// granted marks follower id as knowing everything up to index.
-func (h *holders) granted(id string, index uint64) {
-	h.mu.Lock()
-	if x := h.m[id]; x != nil {
-		x.told = max(x.told, index)
-		h.broadcast()
-	}
-	h.mu.Unlock()
+	return true
 }
 
 func (h *holders) broadcast() {
@@ -173,8 +176,9 @@ func (h *holders) send(id string, x *holder) {
 		err := h.tell(id, target)
 		h.mu.Lock()
 		if err != nil {
-			// Writes wait for the lease to end, unless it is granted again.
+			// Writes wait for the lease to end; none is granted meanwhile.
 			x.sending, x.failed = false, true
+			h.refuse[id] = time.Now().Add(leaseBackoff)
 			h.broadcast()
 			h.mu.Unlock()
 			return
@@ -233,10 +237,10 @@ func (n *Node) Lease(ctx context.Context, id string) (time.Duration, uint64, err
 	// that run at slightly different rates. Recorded before the commit
 	// index is read: a write whose wait missed this lease committed before
 	// it, so the read index covers it.
-	n.holders.grant(id, now.Add(d+d/32+time.Millisecond))
-	idx := n.fsm.readIndex(n.raft.CommitIndex())
-	n.holders.granted(id, idx)
-	return d, idx, nil
+	if !n.holders.grant(id, now.Add(d+d/32+time.Millisecond)) {
+		return 0, 0, nil
+	}
+	return d, n.fsm.readIndex(n.raft.CommitIndex()), nil
 }
 
 // followerLease is a lease this follower holds.
