@@ -99,9 +99,7 @@ func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 		return nil
 	}
 	for {
-		f.wmu.Lock()
-		ch := f.advance
-		f.wmu.Unlock()
+		ch := f.advanceCh()
 		if f.applied.Load() >= i {
 			return nil
 		}

@@ -186,8 +186,13 @@ type result struct {
 	cpu           time.Duration
 }
 
+// bench runs redis-benchmark against s with the -clients flag's clients.
 func bench(s *server, pipeline, n int, args []string) result {
-	cmdArgs := []string{"-p", strconv.Itoa(s.port), "-n", strconv.Itoa(n), "-c", strconv.Itoa(*clients),
+	return benchClients(s, *clients, pipeline, n, args)
+}
+
+func benchClients(s *server, clients, pipeline, n int, args []string) result {
+	cmdArgs := []string{"-p", strconv.Itoa(s.port), "-n", strconv.Itoa(n), "-c", strconv.Itoa(clients),
 		"-P", strconv.Itoa(pipeline), "-r", "1000000000", "--csv"}
 	if *threads > 0 {
 		cmdArgs = append(cmdArgs, "--threads", strconv.Itoa(*threads))
@@ -436,13 +441,10 @@ func clusterWrites() {
 				if c > 1 {
 					n = 50000
 				}
-				saved := *clients
-				*clients = c
 				var rs []result
 				for r := 0; r < *rounds; r++ {
-					rs = append(rs, bench(target.s, 1, n, []string{"BF.ADD", "bf", "__rand_int__"}))
+					rs = append(rs, benchClients(target.s, c, 1, n, []string{"BF.ADD", "bf", "__rand_int__"}))
 				}
-				*clients = saved
 				x := get(fmt.Sprintf("%s, %d clients", target.name, c))
 				x.rps[i] = median(rs, func(r result) float64 { return r.rps })
 				x.p50[i] = median(rs, func(r result) float64 { return r.p50 })
