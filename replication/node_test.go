@@ -47,6 +47,23 @@ func TestNoReadBeforeReadiness(t *testing.T) {
 	}
 }
 
+// TestCommittedOutOfRange: a committed index far beyond the log is
+// refused and changes nothing; a plausible one is kept.
+func TestCommittedOutOfRange(t *testing.T) {
+	n, err := Open(Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Committed(^uint64(0)); err == nil || n.told.Load() != 0 {
+		t.Fatalf("index 2^64-1 accepted: %v, told %d", err, n.told.Load())
+	}
+	near := n.raft.LastIndex() + 5
+	if err := n.Committed(near); err != nil || n.told.Load() != near {
+		t.Fatalf("index %d refused: %v, told %d", near, err, n.told.Load())
+	}
+}
+
 // TestCoalescerFreshIndex: every caller gets an index obtained after it
 // asked, while concurrent callers share rounds.
 func TestCoalescerFreshIndex(t *testing.T) {

@@ -37,6 +37,8 @@ var (
 	errLeaseRefused = errors.New("read leases are off on this leader")
 	// errNotMember: the requester is not a member of the cluster.
 	errNotMember = errors.New("unknown node id")
+	// errTellAhead: a committed index too far beyond this node's log.
+	errTellAhead = errors.New("committed index out of range")
 )
 
 const (
@@ -49,6 +51,9 @@ const (
 	// for this long, so that a follower that can reach the leader but not
 	// the other way round cannot hold writes back lease after lease.
 	leaseBackoff = 5 * time.Second
+	// maxTellAhead bounds how far beyond its log a follower may be told
+	// entries are committed: far more than Raft keeps in flight to it.
+	maxTellAhead = 1 << 20
 )
 
 // holders is the leader's table of follower leases.
@@ -68,7 +73,6 @@ type holder struct {
 	told    uint64    // the follower knows entries up to here committed
 	want    uint64    // the index writes wait to have told it
 	sending bool      // a message to it is under way
-	failed  bool      // a message failed: wait out the lease
 }
 
 func newHolders(tell func(string, uint64) error) *holders {
@@ -83,11 +87,8 @@ func newHolders(tell func(string, uint64) error) *holders {
 func (h *holders) grant(id string, until time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r, ok := h.refuse[id]; ok {
-		if time.Now().Before(r) {
-			return false
-		}
-		delete(h.refuse, id)
+	if h.refused(id, time.Now()) {
+		return false
 	}
 	x := h.m[id]
 	if x == nil {
@@ -99,6 +100,18 @@ func (h *holders) grant(id string, until time.Time) bool {
 	}
 	h.broadcast()
 	return true
+}
+
+// refused reports whether the leader failed to reach follower id within
+// leaseBackoff: it gets no lease, and its current one is waited out, not
+// told again. Called with h.mu held.
+func (h *holders) refused(id string, now time.Time) bool {
+	r, ok := h.refuse[id]
+	if ok && !now.Before(r) {
+		delete(h.refuse, id)
+		return false
+	}
+	return ok
 }
 
 func (h *holders) broadcast() {
@@ -139,7 +152,7 @@ func (h *holders) wait(ctx context.Context, i uint64) error {
 				first = x.until
 			}
 			x.want = max(x.want, i)
-			if !x.sending && !x.failed {
+			if !x.sending && !h.refused(id, now) {
 				x.sending = true
 				go h.send(id, x)
 			}
@@ -177,7 +190,7 @@ func (h *holders) send(id string, x *holder) {
 		h.mu.Lock()
 		if err != nil {
 			// Writes wait for the lease to end; none is granted meanwhile.
-			x.sending, x.failed = false, true
+			x.sending = false
 			h.refuse[id] = time.Now().Add(leaseBackoff)
 			h.broadcast()
 			h.mu.Unlock()
@@ -201,12 +214,17 @@ func (n *Node) tell(id string, index uint64) error {
 }
 
 // Committed implements resp.Cluster on a follower: the leader's word that
-// entries up to index are committed. Reads under a lease wait for them.
-func (n *Node) Committed(index uint64) {
+// entries up to index are committed. Reads under a lease wait for them, so
+// an index far beyond this node's log is refused: it would hold every
+// such read until it timed out.
+func (n *Node) Committed(index uint64) error {
+	if index > n.raft.LastIndex()+maxTellAhead {
+		return errTellAhead
+	}
 	for {
 		old := n.told.Load()
 		if index <= old || n.told.CompareAndSwap(old, index) {
-			return
+			return nil
 		}
 	}
 }

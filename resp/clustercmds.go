@@ -88,7 +88,10 @@ func cmdCommitted(s *session, a [][]byte) {
 		s.w.Error(msgNotInteger)
 		return
 	}
-	c.Committed(idx)
+	if err := c.Committed(idx); err != nil {
+		s.w.Error(wireError(err))
+		return
+	}
 	s.w.Simple("OK")
 }
 

@@ -49,7 +49,7 @@ type Cluster interface {
 	Lease(ctx context.Context, id string) (time.Duration, uint64, error)
 	// Committed is the leader's word to a follower holding a lease that
 	// entries up to index are committed.
-	Committed(index uint64)
+	Committed(index uint64) error
 }
 
 // Options configure a Server. Zero values take the documented defaults.
