@@ -1,5 +1,7 @@
 package engine
 
+import "unsafe"
+
 // CuckooHash is RedisBloom's item hash for Cuckoo filters.
 func CuckooHash(item []byte) uint64 { return MurmurHash64A(item, 0) }
 
@@ -32,8 +34,10 @@ type CuckooTable struct {
 // NewCuckooTable allocates an empty sub-filter.
 func NewCuckooTable(numBuckets uint32, bucketSize uint8) *CuckooTable {
 	n := int(numBuckets) * int(bucketSize)
-	return &CuckooTable{NumBuckets: numBuckets, BucketSize: bucketSize,
+	t := &CuckooTable{NumBuckets: numBuckets, BucketSize: bucketSize,
 		Data: make([]byte, n), Dirty: newDirty(uint64(n))}
+	adviseHuge(unsafe.Pointer(unsafe.SliceData(t.Data)), n)
+	return t
 }
 
 // Set stores fingerprint fp (0 clears) in slot i.

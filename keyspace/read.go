@@ -25,11 +25,20 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		ints := r.Ints[:0]
 		*r = Result{}
 		v := k.Lookup(c.DB, c.Key, c.Now)
-		for _, it := range c.Items {
+		bloom := v != nil && v.Kind == KindBloom && c.Op == command.BFExists
+		if bloom && len(c.Items) > 1 {
+			for _, it := range c.Items[:min(len(c.Items), PrefetchAhead)] {
+				v.Bloom.Prefetch(it)
+			}
+		}
+		for i, it := range c.Items {
 			var x int64
 			switch {
 			case v == nil:
-			case c.Op == command.BFExists && v.Kind == KindBloom:
+			case bloom:
+				if i+PrefetchAhead < len(c.Items) {
+					v.Bloom.Prefetch(c.Items[i+PrefetchAhead])
+				}
 				x = b2i(v.Bloom.Test(it))
 			case c.Op == command.CFExists && v.Kind == KindCuckoo:
 				x = b2i(v.Cuckoo.Exists(it))

@@ -147,6 +147,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	ks := f.ks.Load()
 	for i, c := range cmds {
+		// A log entry holds hundreds of writes, mostly to a few big
+		// filters: start loading the bits of a later one now.
+		if j := i + keyspace.PrefetchAhead; j < len(cmds) {
+			ks.Prefetch(cmds[j])
+		}
 		switch c.Op {
 		case command.SetMember:
 			f.members[string(c.Key)] = string(c.Data)

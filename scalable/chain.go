@@ -97,6 +97,15 @@ func (c *Chain) hash(item []byte) engine.Hash {
 	return engine.BloomHash32(item)
 }
 
+// Prefetch starts loading the bits the item would touch in every link (see
+// engine.Bloom.Prefetch). It changes nothing.
+func (c *Chain) Prefetch(item []byte) {
+	h := c.hash(item)
+	for _, l := range c.Links() {
+		l.Prefetch(h)
+	}
+}
+
 // Test reports whether the item may be in the chain.
 func (c *Chain) Test(item []byte) bool {
 	h := c.hash(item)

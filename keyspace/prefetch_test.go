@@ -1,0 +1,53 @@
+package keyspace
+
+import (
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/bfserver/bfserver/command"
+)
+
+// TestPrefetchChangesNothing: Prefetch never creates a key, never removes
+// an expired one, and the same commands give the same results and the same
+// filter whether or not the state machine prefetched them.
+func TestPrefetchChangesNothing(t *testing.T) {
+	plain, fetched := New(), New()
+	var cmds []*command.Cmd
+	cmds = append(cmds,
+		&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 10_000_000, Expansion: 2, NonScaling: true},
+		&command.Cmd{Op: command.BFAdd, Key: []byte("gone"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2},
+		&command.Cmd{Op: command.Expire, Key: []byte("gone"), Iter: 3, Now: 1}, // due at 3; later commands run at 5
+	)
+	for i := 0; i < 3000; i++ {
+		items := [][]byte{[]byte(strconv.Itoa(i % 2500))}
+		if i%100 == 0 {
+			items = append(items, []byte("m"+strconv.Itoa(i)), []byte("m"+strconv.Itoa(i+1)), []byte("n"), []byte("n"), []byte("o"))
+		}
+		cmds = append(cmds, &command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items, Multi: len(items) > 1, Now: 5})
+	}
+	for i, c := range cmds {
+		c.MaxBytes = capBytes
+		if i+PrefetchAhead < len(cmds) {
+			fetched.Prefetch(cmds[i+PrefetchAhead])
+		}
+		// Keys the later commands name, missing or expired, stay as they are.
+		for _, p := range []*command.Cmd{
+			{Op: command.BFAdd, Key: []byte("missing"), Items: [][]byte{[]byte("x")}},
+			{Op: command.BFExists, Key: []byte("gone"), Items: [][]byte{[]byte("x")}, Now: 5},
+		} {
+			fetched.Prefetch(p)
+		}
+		if a, b := plain.Apply(c), fetched.Apply(c); !reflect.DeepEqual(a, b) {
+			t.Fatalf("command %d (%v): %+v without prefetch, %+v with", i, c.Op, a, b)
+		}
+		if i >= 2 {
+			if fetched.db(0).keys["missing"] != nil || fetched.db(0).keys["gone"] == nil {
+				t.Fatal("Prefetch created or removed a key")
+			}
+		}
+	}
+	if a, b := Digest(plain.Lookup(0, []byte("big"), 5)), Digest(fetched.Lookup(0, []byte("big"), 5)); a != b {
+		t.Fatalf("digests differ: %s, %s", a, b)
+	}
+}
