@@ -13,5 +13,9 @@
 //
 // Trade-offs: positions use two Barrett remainders per item instead of a
 // division per hash; sizing uses a correctly rounded log so headers match
-// glibc's to the bit. No I/O, no clock, no randomness.
+// glibc's to the bit. A filter larger than the cache misses on every bit:
+// Bloom.Prefetch lets a caller with many items start those loads a few
+// items early, and arrays of 4 MiB or more ask the kernel for transparent
+// huge pages (fewer TLB misses; the array's memory is then taken 2 MiB at
+// a time as bits are first set). No I/O, no clock, no randomness.
 package engine
