@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
 )
 
 // ln2 and ln2² exactly as RedisBloom writes them: sizing must round the same way.
@@ -111,7 +110,7 @@ type Bloom struct {
 // NewBloom allocates a zeroed filter with the given parameters.
 func NewBloom(p BloomParams) *Bloom {
 	b := &Bloom{BloomParams: p, words: make([]uint64, (p.Bytes+7)/8), Dirty: newDirty(p.Bytes)}
-	adviseHuge(unsafe.Pointer(unsafe.SliceData(b.words)), len(b.words)*8)
+	adviseHuge(b.words)
 	b.mod = p.Bits
 	if p.N2 > 0 {
 		b.mod = uint64(1) << p.N2
@@ -237,7 +236,7 @@ func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 // that the cache misses of a filter larger than the cache (one per bit,
 // about 100 ns each) overlap across items instead of adding up.
 func (b *Bloom) Prefetch(h Hash) {
-	if b.Bytes <= cacheResident || b.Hashes > 32 {
+	if b.Bytes <= cacheResident {
 		return
 	}
 	p := b.start(h)

@@ -1,7 +1,5 @@
 package engine
 
-import "unsafe"
-
 // CuckooHash is RedisBloom's item hash for Cuckoo filters.
 func CuckooHash(item []byte) uint64 { return MurmurHash64A(item, 0) }
 
@@ -36,7 +34,7 @@ func NewCuckooTable(numBuckets uint32, bucketSize uint8) *CuckooTable {
 	n := int(numBuckets) * int(bucketSize)
 	t := &CuckooTable{NumBuckets: numBuckets, BucketSize: bucketSize,
 		Data: make([]byte, n), Dirty: newDirty(uint64(n))}
-	adviseHuge(unsafe.Pointer(unsafe.SliceData(t.Data)), n)
+	adviseHuge(t.Data)
 	return t
 }
 

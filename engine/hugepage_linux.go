@@ -13,10 +13,12 @@ const hugePageBytes = 2 << 20
 // on nearly every probe with 4 KiB pages; with 2 MiB pages the page walk
 // mostly hits. It is a hint, like the kernel's own (THP "madvise" mode):
 // any error leaves ordinary pages, and no byte of the array changes.
-func adviseHuge(p unsafe.Pointer, n int) {
+func adviseHuge[T uint64 | byte](s []T) {
+	n := len(s) * int(unsafe.Sizeof(s[0]))
 	if n < 2*hugePageBytes {
 		return
 	}
+	p := unsafe.Pointer(unsafe.SliceData(s))
 	start := uintptr(p)
 	first := (start + hugePageBytes - 1) &^ (hugePageBytes - 1)
 	last := (start + uintptr(n)) &^ (hugePageBytes - 1)

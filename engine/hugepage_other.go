@@ -2,6 +2,4 @@
 
 package engine
 
-import "unsafe"
-
-func adviseHuge(unsafe.Pointer, int) {}
+func adviseHuge[T uint64 | byte]([]T) {}

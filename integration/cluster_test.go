@@ -105,6 +105,17 @@ func leaderOf(t testing.TB, nodes []*node) *node {
 	return leader
 }
 
+// without returns nodes but one, in order.
+func without(nodes []*node, one *node) []*node {
+	var out []*node
+	for _, n := range nodes {
+		if n != one {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // history checks linearizable reads: a read sent after an add was
 // acknowledged must never answer 0.
 type history struct {
@@ -255,13 +266,7 @@ func TestClusterLeaderKills(t *testing.T) {
 		waitFor(t, 30*time.Second, "writes to progress", func() bool { return a.n.Load() > before+300 })
 		leader := leaderOf(t, nodes)
 		leader.kill()
-		var others []*node
-		for _, n := range nodes {
-			if n != leader {
-				others = append(others, n)
-			}
-		}
-		newLeader := leaderOf(t, others)
+		newLeader := leaderOf(t, without(nodes, leader))
 		t.Logf("round %d: killed leader %s, new leader %s", round, leader.addr, newLeader.addr)
 		leader.launch()
 	}
@@ -286,13 +291,7 @@ func TestFollowerWipeRejoins(t *testing.T) {
 	reserveLoadKeys(t, leader.client(2))
 	a := &acked{items: map[string][]string{}}
 	load(leader.client(2), a, "before:", 3000, make(chan struct{}))
-	var follower *node
-	for _, n := range nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := without(nodes, leader)[0]
 	follower.kill()
 	if err := exec.Command("rm", "-rf", follower.dataDir).Run(); err != nil {
 		t.Fatal(err)
@@ -360,13 +359,10 @@ func TestPartitionedLeader(t *testing.T) {
 	a := &acked{items: map[string][]string{}}
 	load(lc, a, "before:", 300, make(chan struct{}))
 
-	var others []*node
+	others := without(nodes, leader)
 	var otherIPs []string
-	for _, n := range nodes {
-		if n != leader {
-			others = append(others, n)
-			otherIPs = append(otherIPs, hostOf(n.addr))
-		}
+	for _, n := range others {
+		otherIPs = append(otherIPs, hostOf(n.addr))
 	}
 	// Writes through the other nodes and reads on every node run across
 	// the partition: the isolated leader may serve reads while its lease
@@ -453,12 +449,7 @@ func TestReadLease(t *testing.T) {
 			if got := replInfo(leader)["read_lease"]; got != fmt.Sprint(lease) {
 				t.Fatalf("INFO read_lease %q, want %v", got, lease)
 			}
-			var follower *node
-			for _, n := range nodes {
-				if n != leader {
-					follower = n
-				}
-			}
+			follower := without(nodes, leader)[1]
 			lc, fc := leader.client(2), follower.client(2)
 			items := map[*redis.Client][]string{}
 			for _, c := range []*redis.Client{lc, fc} {
@@ -557,17 +548,8 @@ func TestLeaseHolderKilled(t *testing.T) {
 	leader := leaderOf(t, nodes)
 	lc := leader.client(2)
 	reserveLoadKeys(t, lc)
-	var holder, other *node
-	for _, n := range nodes {
-		if n == leader {
-			continue
-		}
-		if holder == nil {
-			holder = n
-		} else {
-			other = n
-		}
-	}
+	followers := without(nodes, leader)
+	holder, other := followers[0], followers[1]
 	hc, oc := holder.client(2), other.client(2)
 	waitFor(t, 10*time.Second, "a follower lease", func() bool {
 		if err := hc.Do(ctx(t), "BF.EXISTS", "fixed", "x").Err(); err != nil {

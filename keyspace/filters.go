@@ -102,12 +102,13 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 // instead of 440), few enough that the lines are still cached when used.
 const PrefetchAhead = 4
 
-// Prefetch starts loading the bits a Bloom command will touch (its first
-// items), for the state machine to call a few commands ahead of Apply, on
-// the goroutine that applies. It changes nothing, and never expires or
-// creates a key, so calling it or not gives the same state.
+// Prefetch starts loading the bits a BF.ADD-family command will touch (its
+// first items), for the state machine to call a few commands ahead of
+// Apply, on the goroutine that applies: it reads the key table as Apply
+// does, without a lock. It changes nothing, and never expires or creates a
+// key, so calling it or not gives the same state.
 func (k *Keyspace) Prefetch(c *command.Cmd) {
-	if c.Op != command.BFAdd && c.Op != command.BFExists {
+	if c.Op != command.BFAdd {
 		return
 	}
 	v := k.db(c.DB).keys[string(c.Key)]

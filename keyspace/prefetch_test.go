@@ -34,7 +34,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		// Keys the later commands name, missing or expired, stay as they are.
 		for _, p := range []*command.Cmd{
 			{Op: command.BFAdd, Key: []byte("missing"), Items: [][]byte{[]byte("x")}},
-			{Op: command.BFExists, Key: []byte("gone"), Items: [][]byte{[]byte("x")}, Now: 5},
+			{Op: command.BFAdd, Key: []byte("gone"), Items: [][]byte{[]byte("x")}, Now: 5},
 		} {
 			fetched.Prefetch(p)
 		}

@@ -736,7 +736,7 @@ func (n *Node) Barrier(ctx context.Context, stale bool) error {
 		}
 		return nil
 	}
-	if !n.opts.NoReadLease && !n.opts.NoFollowerLease {
+	if n.followerLeases() {
 		if ok, err := n.localRead(ctx); ok {
 			if err != nil {
 				return command.ErrTimeout
@@ -946,7 +946,7 @@ func (n *Node) ReplicationInfo() [][2]string {
 		{"read_lease", strconv.FormatBool(!n.opts.NoReadLease)},
 		{"leader_rounds", strconv.FormatUint(n.rounds.Load(), 10)},
 		{"lease_renewals", strconv.FormatUint(n.renewals.Load(), 10)},
-		{"follower_read_lease", strconv.FormatBool(!n.opts.NoReadLease && !n.opts.NoFollowerLease)},
+		{"follower_read_lease", strconv.FormatBool(n.followerLeases())},
 		{"follower_lease", strconv.FormatBool(n.holdsLease())},
 		{"follower_lease_requests", strconv.FormatUint(n.leaseAsks.Load(), 10)},
 		{"read_index_requests", strconv.FormatUint(n.readRPCs.Load(), 10)},

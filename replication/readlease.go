@@ -233,7 +233,7 @@ func (n *Node) Committed(index uint64) error {
 // read lease. It returns the lease's length (0: none now; ask again) and
 // the read index the follower must reach before it reads under it.
 func (n *Node) Lease(ctx context.Context, id string) (time.Duration, uint64, error) {
-	if n.opts.NoReadLease || n.opts.NoFollowerLease {
+	if !n.followerLeases() {
 		return 0, 0, errLeaseRefused
 	}
 	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
@@ -260,6 +260,10 @@ func (n *Node) Lease(ctx context.Context, id string) (time.Duration, uint64, err
 	}
 	return d, n.fsm.readIndex(n.raft.CommitIndex()), nil
 }
+
+// followerLeases reports whether this node's options allow follower
+// leases: they rest on the leader's own lease.
+func (n *Node) followerLeases() bool { return !n.opts.NoReadLease && !n.opts.NoFollowerLease }
 
 // followerLease is a lease this follower holds.
 type followerLease struct {

@@ -21,12 +21,22 @@ func init() {
 }
 
 func (s *session) clusterCtx() (Cluster, context.Context, context.CancelFunc, bool) {
-	if s.srv.cluster == nil {
-		s.w.Error("ERR this server does not replicate")
+	c, ok := s.cluster()
+	if !ok {
 		return nil, nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
-	return s.srv.cluster, ctx, cancel, true
+	return c, ctx, cancel, true
+}
+
+// cluster is the replication backend, or false after answering that there
+// is none.
+func (s *session) cluster() (Cluster, bool) {
+	if s.srv.cluster == nil {
+		s.w.Error("ERR this server does not replicate")
+		return nil, false
+	}
+	return s.srv.cluster, true
 }
 
 func cmdForward(s *session, a [][]byte) {
@@ -78,11 +88,10 @@ func cmdLease(s *session, a [][]byte) {
 
 // BFRAFT.COMMITTED <index>
 func cmdCommitted(s *session, a [][]byte) {
-	c, _, cancel, ok := s.clusterCtx()
+	c, ok := s.cluster()
 	if !ok {
 		return
 	}
-	cancel()
 	idx, err := strconv.ParseUint(string(a[1]), 10, 64)
 	if err != nil {
 		s.w.Error(msgNotInteger)

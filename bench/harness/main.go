@@ -126,14 +126,20 @@ func (s *server) client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), Protocol: 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 }
 
-// waitReady polls until the server answers a write-able PING.
+// waitReady polls until the server answers PING.
 func (s *server) waitReady() {
+	s.poll("did not start", func(c *redis.Client) bool { return c.Ping(context.Background()).Err() == nil })
+}
+
+// poll calls ok every 20 ms until it holds; after 30 s the harness exits
+// saying what the server never did.
+func (s *server) poll(never string, ok func(*redis.Client) bool) {
 	c := s.client()
 	defer c.Close()
 	deadline := time.Now().Add(30 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
+	for !ok(c) {
 		if time.Now().After(deadline) {
-			check(fmt.Errorf("%s did not start", s.name))
+			check(fmt.Errorf("%s %s", s.name, never))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -379,19 +385,10 @@ func startCluster(args ...string) []*server {
 
 // waitInfo polls INFO replication until it contains want.
 func (s *server) waitInfo(want string) {
-	c := s.client()
-	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	s.poll(fmt.Sprintf("INFO replication never showed %q", want), func(c *redis.Client) bool {
 		info, _ := c.Info(context.Background(), "replication").Result()
-		if strings.Contains(info, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			check(fmt.Errorf("%s: INFO replication never showed %q", s.name, want))
-		}
-		time.Sleep(50 * time.Millisecond) // polling INFO
-	}
+		return strings.Contains(info, want)
+	})
 }
 
 func stopAll(nodes []*server) {
