@@ -30,7 +30,10 @@
 // and a request to the leader per read batch on a follower, and trust the
 // nodes' clocks to run at the same rate (Options.NoReadLease turns them
 // off). Follower leases make each write wait for a round trip to the
-// followers that hold them (Options.NoFollowerLease turns those off). The image is flushed every FlushInterval (30 s by default) and
-// before snapshots, so restart replays at most that much log; snapshots
-// copy the whole image (simple and atomic, costly for very large data sets).
+// followers that hold them (Options.NoFollowerLease turns those off).
+// The image is flushed every FlushInterval (30 s by default) and before
+// snapshots, so restart replays at most that much log; snapshots copy the
+// whole image (simple and atomic, costly for very large data sets). The
+// state machine prefetches the filter bits of the commands a few places
+// ahead of the one it applies (keyspace.Prefetch).
 package replication
