@@ -89,7 +89,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		}
 		r.Ints = append(r.Ints, b2i(added))
 	}
-	k.changed(c.DB, string(c.Key))
+	k.changed(c.DB, c.Key)
 	if !c.Multi && r.Tail != nil {
 		return Result{Err: r.Tail}
 	}
@@ -146,7 +146,7 @@ func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 	if err := v.Bloom.LoadChunk(c.Iter, c.Data); err != nil {
 		return Result{Err: mapScalable(err)}
 	}
-	k.changed(c.DB, string(c.Key))
+	k.changed(c.DB, c.Key)
 	return Result{}
 }
 
@@ -214,7 +214,7 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 			r.Tail = ErrNoMemory
 		}
 	}
-	k.changed(c.DB, string(c.Key))
+	k.changed(c.DB, c.Key)
 	if c.Multi {
 		r.Tail = nil // CF.INSERT reports a full filter per item, as -1
 	} else if r.Tail != nil {
@@ -254,7 +254,7 @@ func (k *Keyspace) cuckooChanged(c *command.Cmd, v *Value, before uint64) {
 	if v.Cuckoo.Info().NumFilters < before {
 		k.replaced(c.DB, string(c.Key))
 	} else {
-		k.changed(c.DB, string(c.Key))
+		k.changed(c.DB, c.Key)
 	}
 }
 
@@ -286,6 +286,6 @@ func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
 	if err := v.Cuckoo.LoadChunk(c.Iter, c.Data); err != nil {
 		return Result{Err: ErrCantLoad}
 	}
-	k.changed(c.DB, string(c.Key))
+	k.changed(c.DB, c.Key)
 	return Result{}
 }

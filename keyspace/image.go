@@ -39,7 +39,7 @@ type Change struct {
 }
 
 // TrackChanges starts recording changes for TakeChanges.
-func (k *Keyspace) TrackChanges() { k.dirty = map[dirtyKey]bool{} }
+func (k *Keyspace) TrackChanges() { k.dirty, k.markedOK = map[dirtyKey]bool{}, false }
 
 // TakeChanges returns every change since the last call and clears the
 // record. The caller must exclude Apply while it runs; the chunk data is
@@ -54,7 +54,7 @@ func (k *Keyspace) TakeChanges() []Change {
 		}
 		out = append(out, ch)
 	}
-	clear(k.dirty)
+	k.clearDirty()
 	return out
 }
 
@@ -194,6 +194,6 @@ func (k *Keyspace) ForgetChanges() {
 		}
 	}
 	if k.dirty != nil {
-		clear(k.dirty)
+		k.clearDirty()
 	}
 }

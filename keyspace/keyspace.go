@@ -65,6 +65,13 @@ type Keyspace struct {
 	// stored image of the key must be rewritten whole. Only Apply writes it;
 	// nil until TrackChanges (a keyspace nobody persists tracks nothing).
 	dirty map[dirtyKey]bool
+	// marked is the key changed or replaced last recorded in dirty, and
+	// markedFull its value there: a log entry's hundreds of writes to one
+	// filter then cost one map write instead of one each. Cleared with
+	// dirty.
+	marked     dirtyKey
+	markedOK   bool
+	markedFull bool
 }
 
 type dirtyKey struct {
@@ -125,18 +132,30 @@ func (k *Keyspace) Lookup(dbi uint8, key []byte, now int64) *Value {
 }
 
 // changed records that a key's value was modified in place.
-func (k *Keyspace) changed(dbi uint8, key string) {
-	if k.dirty != nil {
-		dk := dirtyKey{dbi, key}
-		k.dirty[dk] = k.dirty[dk] || false
+func (k *Keyspace) changed(dbi uint8, key []byte) {
+	if k.dirty == nil || k.markedOK && k.marked.db == dbi && k.marked.key == string(key) {
+		return
 	}
+	dk := dirtyKey{dbi, string(key)}
+	full := k.dirty[dk]
+	k.dirty[dk] = full
+	k.marked, k.markedOK, k.markedFull = dk, true, full
 }
 
 // replaced records that a key now holds another value, or none.
 func (k *Keyspace) replaced(dbi uint8, key string) {
-	if k.dirty != nil {
-		k.dirty[dirtyKey{dbi, key}] = true
+	if k.dirty == nil || k.markedOK && k.markedFull && k.marked.db == dbi && k.marked.key == key {
+		return
 	}
+	dk := dirtyKey{dbi, key}
+	k.dirty[dk] = true
+	k.marked, k.markedOK, k.markedFull = dk, true, true
+}
+
+// clearDirty empties the change record (and what marked remembers of it).
+func (k *Keyspace) clearDirty() {
+	clear(k.dirty)
+	k.markedOK = false
 }
 
 // writeLookup is lookup under Apply: an expired key is deleted first, so
@@ -297,7 +316,7 @@ func (k *Keyspace) setExpire(dbi uint8, key []byte, v *Value, at int64) {
 	d.mu.Lock()
 	v.ExpireAt = at
 	d.mu.Unlock()
-	k.changed(dbi, string(key))
+	k.changed(dbi, key)
 }
 
 func (k *Keyspace) expire(c *command.Cmd) Result {
