@@ -1,6 +1,8 @@
 package keyspace
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -89,4 +91,68 @@ func BenchmarkApplyEntry(b *testing.B) {
 			k.Apply(c)
 		}
 	}
+}
+
+// TestHotLookupChangesNothing: the Apply side's cached lookup gives the
+// same results and the same state as looking every key up afresh, through
+// creates, deletes, renames, copies, expiries and flushes of a few keys in
+// two databases.
+func TestHotLookupChangesNothing(t *testing.T) {
+	cached, fresh := New(), New()
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	now := int64(1000)
+	src := New()
+	src.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("x"), Items: [][]byte{[]byte("1"), []byte("2")}, Multi: true, ErrorRate: 0.01, Capacity: 50, Expansion: 2, MaxBytes: capBytes})
+	payload := EncodeDump(src.Lookup(0, []byte("x"), 0))
+	for i := 0; i < 20000; i++ {
+		now += int64(rng.IntN(3))
+		key, other := keys[rng.IntN(len(keys))], keys[rng.IntN(len(keys))]
+		c := &command.Cmd{DB: uint8(rng.IntN(2)), Key: key, Now: now, MaxBytes: capBytes}
+		switch r := rng.IntN(100); {
+		case r < 60:
+			c.Op, c.Items, c.ErrorRate, c.Capacity, c.Expansion = command.BFAdd, [][]byte{[]byte(strconv.Itoa(rng.IntN(500)))}, 0.01, 100, 2
+		case r < 66:
+			c.Op, c.Keys, c.Key = command.Del, [][]byte{key}, nil
+		case r < 72:
+			c.Op, c.Dst, c.NX = command.Rename, other, rng.IntN(2) == 0
+		case r < 78:
+			c.Op, c.Dst = command.Copy, other
+		case r < 86:
+			c.Op, c.Iter = command.Expire, int64(rng.IntN(5))
+		case r < 90:
+			c.Op = command.Persist
+		case r < 92:
+			c.Op = command.FlushDB
+		case r < 95:
+			c.Op, c.Data, c.NX = command.Restore, payload, rng.IntN(2) == 0
+		default:
+			c.Op, c.Items = command.BFExists, [][]byte{[]byte(strconv.Itoa(rng.IntN(500)))}
+		}
+		if j := rng.IntN(4); j == 0 {
+			cached.Prefetch(c)
+		}
+		fresh.forget()
+		a, b := cached.Apply(c), fresh.Apply(c)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("command %d (%v): %+v cached, %+v fresh", i, c.Op, a, b)
+		}
+		if got, want := cached.Bytes(), cached.countBytes(); got != want {
+			t.Fatalf("command %d (%v): memory total %d, keys hold %d", i, c.Op, got, want)
+		}
+	}
+	for db := uint8(0); db < 2; db++ {
+		for _, key := range keys {
+			if a, b := digestOf(cached.Lookup(db, key, now)), digestOf(fresh.Lookup(db, key, now)); a != b {
+				t.Fatalf("db %d key %s: digests %s and %s", db, key, a, b)
+			}
+		}
+	}
+}
+
+func digestOf(v *Value) string {
+	if v == nil {
+		return "none"
+	}
+	return Digest(v)
 }

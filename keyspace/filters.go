@@ -111,7 +111,7 @@ func (k *Keyspace) Prefetch(c *command.Cmd) {
 	if c.Op != command.BFAdd {
 		return
 	}
-	v := k.db(c.DB).keys[string(c.Key)]
+	v := k.get(c.DB, c.Key)
 	if v == nil || v.Kind != KindBloom {
 		return
 	}

@@ -72,6 +72,13 @@ type Keyspace struct {
 	marked     dirtyKey
 	markedOK   bool
 	markedFull bool
+	// hot is the entry the Apply side (Apply, Prefetch) found last: a log
+	// entry's writes mostly name one filter, and each looks its key up
+	// several times (prefetch, memory before and after, the command).
+	// Every change to a key table forgets it; readers never use it.
+	hot    *Value
+	hotKey []byte
+	hotDB  uint8
 }
 
 type dirtyKey struct {
@@ -158,11 +165,25 @@ func (k *Keyspace) clearDirty() {
 	k.markedOK = false
 }
 
+// get is the Apply side's raw lookup (expired keys included), through hot.
+func (k *Keyspace) get(dbi uint8, key []byte) *Value {
+	if k.hot != nil && k.hotDB == dbi && string(k.hotKey) == string(key) {
+		return k.hot
+	}
+	v := k.db(dbi).keys[string(key)]
+	if v != nil {
+		k.hot, k.hotKey, k.hotDB = v, append(k.hotKey[:0], key...), dbi
+	}
+	return v
+}
+
+// forget drops hot; every change to a key table calls it.
+func (k *Keyspace) forget() { k.hot = nil }
+
 // writeLookup is lookup under Apply: an expired key is deleted first, so
 // every replica removes it at the same point of the log.
 func (k *Keyspace) writeLookup(dbi uint8, key []byte, now int64) *Value {
-	d := k.db(dbi)
-	v := d.keys[string(key)]
+	v := k.get(dbi, key)
 	if v != nil && v.expired(now) {
 		k.remove(dbi, string(key))
 		return nil
@@ -172,6 +193,7 @@ func (k *Keyspace) writeLookup(dbi uint8, key []byte, now int64) *Value {
 
 func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
+	k.forget()
 	d.mu.Lock()
 	d.keys[key] = v
 	d.mu.Unlock()
@@ -180,6 +202,7 @@ func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 
 func (k *Keyspace) remove(dbi uint8, key string) bool {
 	d := k.db(dbi)
+	k.forget()
 	d.mu.Lock()
 	_, ok := d.keys[key]
 	delete(d.keys, key)
@@ -210,10 +233,9 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 // usageOf sums MemoryUsage over the keys a command names (present or not,
 // expired included: they hold memory until removed).
 func (k *Keyspace) usageOf(c *command.Cmd) int64 {
-	d := k.db(c.DB)
 	var n int64
 	add := func(key []byte) {
-		if v := d.keys[string(key)]; v != nil {
+		if v := k.get(c.DB, key); v != nil {
 			n += int64(MemoryUsage(v))
 		}
 	}
@@ -302,6 +324,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 
 func (k *Keyspace) flush(dbi uint8) {
 	d := k.db(dbi)
+	k.forget()
 	d.mu.Lock()
 	old := d.keys
 	d.keys = make(map[string]*Value)
@@ -366,6 +389,7 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 		return Result{}
 	}
 	d := k.db(c.DB)
+	k.forget()
 	d.mu.Lock()
 	delete(d.keys, string(c.Key))
 	d.keys[string(c.Dst)] = v
@@ -479,6 +503,7 @@ func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
 // Put installs a value outside the log (loading a stored image).
 func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
+	k.forget()
 	d.mu.Lock()
 	if old := d.keys[key]; old != nil {
 		k.bytes.Add(-int64(MemoryUsage(old)))
