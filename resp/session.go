@@ -42,6 +42,15 @@ type session struct {
 	pending  []*command.Cmd
 	pendSpec []*spec
 	pendNeed int64 // bytes the pending RESERVEs were counted for
+	// The pending commands live in cmdArena, their item and key lists in
+	// listArena, and their bytes in the query buffer. All three are reused
+	// once the backend answered the batch for certain. After an error
+	// (an unknown outcome above all) the log may still encode the
+	// commands later, so the session lets go of them instead: lostBuf
+	// makes the loop move to a fresh query buffer.
+	cmdArena  []command.Cmd
+	listArena [][]byte
+	lostBuf   bool
 	// barrierDone: a linearizable read barrier already covers every read
 	// in the batch of input being processed.
 	barrierDone bool
@@ -123,6 +132,12 @@ func (s *session) loop() {
 			}
 		}
 		// Keep the unparsed tail; args alias buf, but every command has run.
+		if s.lostBuf {
+			// Commands of an unknown outcome still point into buf.
+			nb := make([]byte, len(buf)-pos, cap(buf))
+			copy(nb, buf[pos:])
+			buf, pos, s.lostBuf = nb, 0, false
+		}
 		rest := copy(buf, buf[pos:])
 		buf = buf[:rest]
 		if cap(buf) > 1<<20 && rest < 16<<10 {
@@ -229,9 +244,12 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		// The parser reuses its argument slice for the next command; a
 		// command that waits in the batch keeps its own copy of the list
 		// (the bytes themselves stay put until the batch is answered).
-		c.Items, c.Keys = slices.Clone(c.Items), slices.Clone(c.Keys)
-		pc := new(command.Cmd)
-		*pc = c
+		// Appending to an arena never moves what earlier commands point
+		// at: a grown arena is a new array, and the old one stays as it
+		// was for them.
+		c.Items, c.Keys = s.keepList(c.Items), s.keepList(c.Keys)
+		s.cmdArena = append(s.cmdArena, c)
+		pc := &s.cmdArena[len(s.cmdArena)-1]
 		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
 		return
@@ -311,7 +329,6 @@ func (s *session) flushPending() {
 		return
 	}
 	cmds, specs := s.pending, s.pendSpec
-	s.pending, s.pendSpec = nil, nil
 	if s.pendNeed != 0 {
 		// Applied (or failed) once Write returns, and then in the
 		// keyspace's total.
@@ -330,8 +347,26 @@ func (s *session) flushPending() {
 		}
 		s.account(specs[i], from)
 	}
+	if err == nil {
+		clear(s.pending) // drop the pointers into the arena
+		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
+		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]
+	} else {
+		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
+		s.lostBuf = true
+	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil
+}
+
+// keepList copies a parsed list of arguments into listArena.
+func (s *session) keepList(l [][]byte) [][]byte {
+	if l == nil {
+		return nil
+	}
+	from := len(s.listArena)
+	s.listArena = append(s.listArena, l...)
+	return s.listArena[from:len(s.listArena):len(s.listArena)]
 }
 
 func arityError(name string) string {
