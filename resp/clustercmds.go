@@ -47,6 +47,7 @@ func cmdForward(s *session, a [][]byte) {
 	defer cancel()
 	idx, results, err := c.Forward(ctx, a[1])
 	if err != nil {
+		s.lostBuf = true // the decoded commands alias a[1], which may still be logged
 		s.w.Error(wireError(err))
 		return
 	}
