@@ -81,6 +81,40 @@ func TestCodecRandomRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecoderReuse: one Decoder, fed entries of both versions and of
+// sizes that outgrow and undershoot its kept memory, with corrupt entries
+// between them, decodes each as DecodeBatch does.
+func TestDecoderReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var d Decoder
+	for n := 0; n < 300; n++ {
+		in := make([]*Cmd, 1+r.IntN([]int{3, 40, 2500}[r.IntN(3)]))
+		for i := range in {
+			in[i] = randomCmd(r)
+		}
+		enc := EncodeBatch(in)
+		if r.IntN(4) == 0 {
+			enc = encodeV1(in)
+		}
+		if r.IntN(10) == 0 {
+			if _, err := d.Decode(enc[:len(enc)-1]); err == nil {
+				t.Fatalf("entry %d: a truncated entry decoded", n)
+			}
+		}
+		want, err := DecodeBatch(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Decode(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(EncodeBatch(got), EncodeBatch(want)) || !bytes.Equal(encodeV1(got), encodeV1(want)) {
+			t.Fatalf("entry %d (%d commands): the decoder's commands differ from DecodeBatch's", n, len(in))
+		}
+	}
+}
+
 // TestVersion2IsSmaller: a batch of BF.ADDs to one filter, the log's
 // common case, takes well under half the bytes it took in version 1.
 func TestVersion2IsSmaller(t *testing.T) {
@@ -133,10 +167,18 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{1, 255, 255, 255, 255, 15})
 	f.Add([]byte{2, 3, 2, 0, 2, 0, 2, 0})
 	f.Add([]byte{})
+	var d Decoder
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cmds, err := DecodeBatch(b)
+		reused, rerr := d.Decode(b)
+		if (err == nil) != (rerr == nil) {
+			t.Fatalf("DecodeBatch: %v, a reused Decoder: %v", err, rerr)
+		}
 		if err != nil {
 			return
+		}
+		if !bytes.Equal(encodeV1(reused), encodeV1(cmds)) {
+			t.Fatal("a reused Decoder decoded otherwise")
 		}
 		// Compare encodings, not structs: a NaN error rate is not equal to
 		// itself.

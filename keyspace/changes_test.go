@@ -77,10 +77,11 @@ func BenchmarkApplyEntry(b *testing.B) {
 		cmds = append(cmds, &command.Cmd{Op: command.BFAdd, Key: []byte("bf"), Items: [][]byte{[]byte(strconv.Itoa(i * 7919))}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, Now: 5, MaxBytes: 1 << 30})
 	}
 	data := command.EncodeBatch(cmds)
+	var dec command.Decoder
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := 0; n < b.N; n += len(cmds) {
-		got, err := command.DecodeBatch(data)
+		got, err := dec.Decode(data)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -36,6 +36,7 @@ type fsm struct {
 	// past it. Stored before applied.
 	changed atomic.Uint64
 	members map[string]string // node id → RESP address; under mu
+	dec     command.Decoder   // Apply's; its commands last until the next entry
 
 	wmu      sync.Mutex
 	advance  chan struct{}            // closed and replaced whenever applied moves
@@ -138,7 +139,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 		return applyResult{}
 	}
-	cmds, err := command.DecodeBatch(l.Data)
+	cmds, err := f.dec.Decode(l.Data)
 	if err != nil {
 		// Applying anything else would let this node diverge from its peers.
 		panic(fmt.Sprintf("replication: log entry %d does not decode: %v", l.Index, err))
