@@ -76,6 +76,40 @@ func EncodeBatch(cmds []*Cmd) []byte {
 	return b
 }
 
+// Encoder builds one entry a command at a time, so that the group commit
+// can encode each write as it joins the entry instead of all of them at
+// once when the log is ready for the entry. The zero value is ready; the
+// commands added must not change until Entry.
+type Encoder struct {
+	body []byte
+	prev *Cmd
+	n    int
+}
+
+// Add appends c to the entry.
+func (e *Encoder) Add(c *Cmd) {
+	if e.prev == nil {
+		e.prev = &Cmd{}
+	}
+	e.body = appendCmd(e.body, e.prev, c)
+	e.prev = c
+	e.n++
+}
+
+// Len is the number of commands added since the last Entry.
+func (e *Encoder) Len() int { return e.n }
+
+// Entry returns the entry (what EncodeBatch gives for the same commands)
+// and starts the next one.
+func (e *Encoder) Entry() []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.body))
+	b = append(b, version2)
+	b = binary.AppendUvarint(b, uint64(e.n))
+	b = append(b, e.body...)
+	e.body, e.prev, e.n = e.body[:0], nil, 0
+	return b
+}
+
 func bit(v bool, n uint) uint64 {
 	if v {
 		return 1 << n

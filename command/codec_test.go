@@ -115,6 +115,26 @@ func TestDecoderReuse(t *testing.T) {
 	}
 }
 
+// TestEncoderMatchesEncodeBatch: entries built a command at a time, one
+// after another with one Encoder, are the bytes EncodeBatch gives.
+func TestEncoderMatchesEncodeBatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var e Encoder
+	for n := 0; n < 200; n++ {
+		in := make([]*Cmd, r.IntN(50))
+		for i := range in {
+			in[i] = randomCmd(r)
+			e.Add(in[i])
+		}
+		if e.Len() != len(in) {
+			t.Fatalf("Len %d after %d commands", e.Len(), len(in))
+		}
+		if got, want := e.Entry(), EncodeBatch(in); !bytes.Equal(got, want) {
+			t.Fatalf("entry %d: the encoder wrote %x, EncodeBatch %x", n, got, want)
+		}
+	}
+}
+
 // TestVersion2IsSmaller: a batch of BF.ADDs to one filter, the log's
 // common case, takes well under half the bytes it took in version 1.
 func TestVersion2IsSmaller(t *testing.T) {

@@ -471,6 +471,9 @@ const (
 func (n *Node) batcher() {
 	defer n.wg.Done()
 	slots := make(chan struct{}, maxInflight)
+	// Each proposal is encoded as it joins, while the log is busy with the
+	// entry before, so the entry is ready the moment the log is free.
+	var enc command.Encoder
 	for {
 		var p *proposal
 		select {
@@ -494,11 +497,13 @@ func (n *Node) batcher() {
 			return
 		}
 		batch := []*proposal{p}
-		total := len(p.cmds)
+		for _, c := range p.cmds {
+			enc.Add(c)
+		}
 		// While the log is being written, keep the entry open; once it is
 		// idle, take only what is already queued.
 		idle := n.logged.idleCh()
-		for total < maxBatch {
+		for enc.Len() < maxBatch {
 			var q *proposal
 			select {
 			case q = <-n.proposals:
@@ -517,13 +522,11 @@ func (n *Node) batcher() {
 				break
 			}
 			batch = append(batch, q)
-			total += len(q.cmds)
+			for _, c := range q.cmds {
+				enc.Add(c)
+			}
 		}
-		all := make([]*command.Cmd, 0, total)
-		for _, q := range batch {
-			all = append(all, q.cmds...)
-		}
-		data := command.EncodeBatch(all)
+		data := enc.Entry()
 		fut := n.raft.Apply(data, 10*time.Second)
 		if n.logBytes.Add(uint64(len(data))) > n.opts.SnapshotLogBytes {
 			n.snapshotAsync()
