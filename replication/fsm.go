@@ -187,11 +187,20 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 func (f *fsm) flush() error {
 	f.flushMu.Lock()
 	defer f.flushMu.Unlock()
+	changes, members, idx := f.take()
+	return f.writeImage(changes, members, idx)
+}
+
+// take collects the changes since the last take and the index they bring
+// the image to. The caller holds flushMu and writes them next.
+func (f *fsm) take() ([]keyspace.Change, []byte, uint64) {
 	f.mu.Lock()
-	changes := f.ks.Load().TakeChanges()
-	idx := f.applied.Load()
+	defer f.mu.Unlock()
 	members, _ := json.Marshal(f.members)
-	f.mu.Unlock()
+	return f.ks.Load().TakeChanges(), members, f.applied.Load()
+}
+
+func (f *fsm) writeImage(changes []keyspace.Change, members []byte, idx uint64) error {
 	if f.syncLog != nil {
 		// The image must never be ahead of the log it was built from.
 		if err := f.syncLog(); err != nil {
@@ -217,14 +226,16 @@ func (f *fsm) memberList() map[string]string {
 	return out
 }
 
-// Snapshot implements raft.FSM: raft calls it between Applies, so after the
-// flush the image is exactly at the applied index, and a Pebble snapshot
-// freezes it for Persist while Apply goes on.
+// Snapshot implements raft.FSM. Raft calls it between Applies, so the
+// changes it takes bring the image exactly to the applied index. Writing
+// them, which for a large filter takes a few hundred milliseconds, is left
+// to Persist on Raft's snapshot goroutine, so that Apply goes on
+// meanwhile. flushMu stays held from here until that write, so that no
+// later flush can land first.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	if err := f.flush(); err != nil {
-		return nil, err
-	}
-	return &snapshot{snap: f.store.NewSnapshot()}, nil
+	f.flushMu.Lock()
+	changes, members, idx := f.take()
+	return &snapshot{f: f, changes: changes, members: members, idx: idx}, nil
 }
 
 // Restore implements raft.FSM: the stream replaces the image atomically and
@@ -239,9 +250,37 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return f.load()
 }
 
-type snapshot struct{ snap *persistence.Snapshot }
+type snapshot struct {
+	f       *fsm
+	changes []keyspace.Change
+	members []byte
+	idx     uint64
+
+	once sync.Once
+	err  error
+	snap *persistence.Snapshot // the image frozen at idx
+}
+
+// write brings the image to the snapshot's index, freezes it and lets the
+// next flush go. Persist calls it first; Release calls it too, so that the
+// changes taken are written even if Raft never persists the snapshot.
+func (s *snapshot) write() error {
+	s.once.Do(func() {
+		defer s.f.flushMu.Unlock()
+		s.err = s.f.writeImage(s.changes, s.members, s.idx)
+		s.changes = nil
+		if s.err == nil {
+			s.snap = s.f.store.NewSnapshot()
+		}
+	})
+	return s.err
+}
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(); err != nil {
+		sink.Cancel()
+		return err
+	}
 	if err := s.snap.Stream(sink); err != nil {
 		sink.Cancel()
 		return err
@@ -249,4 +288,9 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-func (s *snapshot) Release() { s.snap.Close() }
+func (s *snapshot) Release() {
+	s.write()
+	if s.snap != nil {
+		s.snap.Close()
+	}
+}
