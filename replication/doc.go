@@ -5,7 +5,7 @@
 // code path from one node to many.
 //
 // Flows: Write → batcher (proposals that arrive while the log is being
-// written share the next entry) → raft.Apply → fsm.Apply on every node
+// written share the next entry, encoded as each joins) → raft.Apply → fsm.Apply on every node
 // → reply after the local apply; a follower forwards its batch to the
 // leader's RESP address and waits until it applied the returned index.
 // While followers hold read leases, the leader's reply also waits until
@@ -33,7 +33,10 @@
 // followers that hold them (Options.NoFollowerLease turns those off).
 // The image is flushed every FlushInterval (30 s by default) and before
 // snapshots, so restart replays at most that much log; snapshots copy the
-// whole image (simple and atomic, costly for very large data sets). The
+// whole image (simple and atomic, costly for very large data sets). A
+// snapshot's image write runs in Persist, not in the state machine's call,
+// so Apply goes on meanwhile; flushMu, held from the call to that write,
+// keeps later flushes behind it. The
 // state machine prefetches the filter bits of the commands a few places
 // ahead of the one it applies (keyspace.Prefetch).
 package replication

@@ -11,7 +11,11 @@
 // keyspace directly. Replies go out in one write per batch.
 //
 // State and locks: a session belongs to its goroutine; the server's client
-// table and the CONFIG SET module settings have their own mutexes.
+// table and the CONFIG SET module settings have their own mutexes. A batch's
+// commands point into the session's query buffer and arenas, which are
+// reused only once the backend answered the batch for certain: after an
+// error (an unknown outcome above all) the log may still encode them, so
+// the session moves to fresh memory instead.
 //
 // Trade-offs: the reader is ours, not redcon's (whose reader panics or spins
 // on hostile lengths); errors are written verbatim because RedisBloom's have
