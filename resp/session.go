@@ -347,10 +347,13 @@ func (s *session) flushPending() {
 		}
 		s.account(specs[i], from)
 	}
-	if err == nil {
+	if err == nil && cap(s.cmdArena) <= keptCommands && cap(s.listArena) <= keptCommands {
 		clear(s.pending) // drop the pointers into the arena
 		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
 		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]
+	} else if err == nil {
+		// A very long pipeline: let its memory go rather than keep it.
+		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
 	} else {
 		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
 		s.lostBuf = true
@@ -358,6 +361,9 @@ func (s *session) flushPending() {
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil
 }
+
+// keptCommands bounds the arenas a session keeps between batches.
+const keptCommands = 4096
 
 // keepList copies a parsed list of arguments into listArena.
 func (s *session) keepList(l [][]byte) [][]byte {
