@@ -286,11 +286,18 @@ type Decoder struct {
 	lists [][]byte
 }
 
-// keepSlab bounds the commands a Decoder keeps between entries.
+// keepSlab bounds the commands (and list elements) a Decoder keeps
+// between entries: a rare huge entry does not pin its memory.
 const keepSlab = 8192
 
 // Decode is DecodeBatch into the decoder's memory.
 func (d *Decoder) Decode(b []byte) ([]*Cmd, error) {
+	if cap(d.lists) > keepSlab {
+		d.lists = nil
+	}
+	if cap(d.cmds) > keepSlab {
+		d.cmds = nil
+	}
 	d.lists = d.lists[:0]
 	cmds, err := decode(b, d.cmds[:0], d.slab, &d.lists)
 	if err != nil {
