@@ -171,7 +171,7 @@ func (k *Keyspace) get(dbi uint8, key []byte) *Value {
 		return k.hot
 	}
 	v := k.db(dbi).keys[string(key)]
-	if v != nil {
+	if v != nil && len(key) <= 1024 { // a huge key is not worth keeping a copy of
 		k.hot, k.hotKey, k.hotDB = v, append(k.hotKey[:0], key...), dbi
 	}
 	return v
