@@ -65,15 +65,11 @@ const (
 
 // EncodeBatch encodes commands that are applied together as one log entry.
 func EncodeBatch(cmds []*Cmd) []byte {
-	b := make([]byte, 0, 16*len(cmds)+8)
-	b = append(b, version2)
-	b = binary.AppendUvarint(b, uint64(len(cmds)))
-	prev := &Cmd{}
+	var e Encoder
 	for _, c := range cmds {
-		b = appendCmd(b, prev, c)
-		prev = c
+		e.Add(c)
 	}
-	return b
+	return e.Entry()
 }
 
 // Encoder builds one entry a command at a time, so that the group commit
