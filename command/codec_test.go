@@ -115,8 +115,9 @@ func TestDecoderReuse(t *testing.T) {
 	}
 }
 
-// TestEncoderMatchesEncodeBatch: entries built a command at a time, one
-// after another with one Encoder, are the bytes EncodeBatch gives.
+// TestEncoderMatchesEncodeBatch: entries built one after another with one
+// Encoder, as the group commit does, are the bytes a fresh encoding of the
+// same commands gives: nothing of an entry leaks into the next.
 func TestEncoderMatchesEncodeBatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	var e Encoder
