@@ -348,15 +348,13 @@ func (s *session) flushPending() {
 		s.account(specs[i], from)
 	}
 	if err == nil && cap(s.cmdArena) <= keptCommands && cap(s.listArena) <= keptCommands {
-		clear(s.pending) // drop the pointers into the arena
 		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
 		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]
-	} else if err == nil {
-		// A very long pipeline: let its memory go rather than keep it.
-		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
 	} else {
+		// After an error the log may still encode these commands; after
+		// a very long pipeline their memory is not worth keeping.
 		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
-		s.lostBuf = true
+		s.lostBuf = err != nil
 	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil
