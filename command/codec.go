@@ -82,10 +82,13 @@ type Encoder struct {
 	n    int
 }
 
+// noCmd is what an entry's first command is encoded against; never written.
+var noCmd Cmd
+
 // Add appends c to the entry.
 func (e *Encoder) Add(c *Cmd) {
 	if e.prev == nil {
-		e.prev = &Cmd{}
+		e.prev = &noCmd
 	}
 	e.body = appendCmd(e.body, e.prev, c)
 	e.prev = c
