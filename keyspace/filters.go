@@ -79,9 +79,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}
 	for i, it := range c.Items {
-		if i+PrefetchAhead < len(c.Items) {
-			v.Bloom.Prefetch(c.Items[i+PrefetchAhead])
-		}
+		prefetchNext(v.Bloom, c.Items, i)
 		added, err := v.Bloom.Add(it, c.MaxBytes)
 		if err != nil {
 			r.Tail = mapScalable(err)
@@ -115,8 +113,22 @@ func (k *Keyspace) Prefetch(c *command.Cmd) {
 	if v == nil || v.Kind != KindBloom {
 		return
 	}
-	for _, it := range c.Items[:min(len(c.Items), PrefetchAhead)] {
-		v.Bloom.Prefetch(it)
+	prefetchFirst(v.Bloom, c.Items)
+}
+
+// prefetchFirst starts loading the bits of the first PrefetchAhead items,
+// before a loop over them that calls prefetchNext.
+func prefetchFirst(ch *scalable.Chain, items [][]byte) {
+	for _, it := range items[:min(len(items), PrefetchAhead)] {
+		ch.Prefetch(it)
+	}
+}
+
+// prefetchNext, in a loop over items at i, starts loading the bits of the
+// item PrefetchAhead places on.
+func prefetchNext(ch *scalable.Chain, items [][]byte, i int) {
+	if i+PrefetchAhead < len(items) {
+		ch.Prefetch(items[i+PrefetchAhead])
 	}
 }
 

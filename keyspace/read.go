@@ -27,18 +27,14 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		bloom := v != nil && v.Kind == KindBloom && c.Op == command.BFExists
 		if bloom && len(c.Items) > 1 {
-			for _, it := range c.Items[:min(len(c.Items), PrefetchAhead)] {
-				v.Bloom.Prefetch(it)
-			}
+			prefetchFirst(v.Bloom, c.Items)
 		}
 		for i, it := range c.Items {
 			var x int64
 			switch {
 			case v == nil:
 			case bloom:
-				if i+PrefetchAhead < len(c.Items) {
-					v.Bloom.Prefetch(c.Items[i+PrefetchAhead])
-				}
+				prefetchNext(v.Bloom, c.Items, i)
 				x = b2i(v.Bloom.Test(it))
 			case c.Op == command.CFExists && v.Kind == KindCuckoo:
 				x = b2i(v.Cuckoo.Exists(it))
