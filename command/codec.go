@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -18,14 +19,27 @@ var (
 	ErrCorrupt = errors.New("command: corrupt entry")
 )
 
+// LevelError: the entry holds commands of a level this build does not
+// know (see Level). The node must stop before applying it.
+type LevelError struct{ Need uint64 }
+
+func (e *LevelError) Error() string {
+	return fmt.Sprintf("command: entry needs command level %d, this build knows up to %d", e.Need, Level)
+}
+
 // Entry formats. Version 1 wrote every field of every command; version 2
 // writes, per command, only the fields that differ from the command before
 // it (a batch of BF.ADDs repeats the key, clock, database and defaults),
 // about a third of the bytes, so the log's fsynced writes are smaller.
-// Entries of both versions decode; new entries are version 2.
+// Version 3 is version 2 with the entry's command level after the version
+// byte. An entry of level-1 commands is written as version 2, which every
+// earlier build reads; one that needs a later level is written as version
+// 3, so that a build that does not know that level says so and stops.
+// Entries of every version decode.
 const (
 	version1 = 1
 	version2 = 2
+	version3 = 3
 )
 
 // Limits on decoded sizes, so that a corrupt entry cannot make the decoder
@@ -77,9 +91,10 @@ func EncodeBatch(cmds []*Cmd) []byte {
 // once when the log is ready for the entry. The zero value is ready; the
 // commands added must not change until Entry.
 type Encoder struct {
-	body []byte
-	prev *Cmd
-	n    int
+	body  []byte
+	prev  *Cmd
+	n     int
+	level uint8 // the highest op level added
 }
 
 // noCmd is what an entry's first command is encoded against; never written.
@@ -93,6 +108,7 @@ func (e *Encoder) Add(c *Cmd) {
 	e.body = appendCmd(e.body, e.prev, c)
 	e.prev = c
 	e.n++
+	e.level = max(e.level, c.Op.LevelOf())
 }
 
 // Len is the number of commands added since the last Entry.
@@ -101,11 +117,16 @@ func (e *Encoder) Len() int { return e.n }
 // Entry returns the entry (what EncodeBatch gives for the same commands)
 // and starts the next one.
 func (e *Encoder) Entry() []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(e.body))
-	b = append(b, version2)
+	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(e.body))
+	if e.level <= 1 {
+		b = append(b, version2)
+	} else {
+		b = append(b, version3)
+		b = binary.AppendUvarint(b, uint64(e.level))
+	}
 	b = binary.AppendUvarint(b, uint64(e.n))
 	b = append(b, e.body...)
-	e.body, e.prev, e.n = e.body[:0], nil, 0
+	e.body, e.prev, e.n, e.level = e.body[:0], nil, 0, 0
 	return b
 }
 
@@ -316,14 +337,20 @@ func decode(b []byte, cmds []*Cmd, slab []Cmd, lists *[][]byte) ([]*Cmd, error) 
 		return nil, ErrCorrupt
 	}
 	least := uint64(minCmdBytesV2)
+	r := &reader{Reader: wire.Reader{B: b[1:]}, lists: lists}
 	switch b[0] {
 	case version1:
 		least = minCmdBytesV1
 	case version2:
+	case version3:
+		if lv := r.Uvarint(); r.Bad {
+			return nil, ErrCorrupt
+		} else if lv > Level {
+			return nil, &LevelError{Need: lv}
+		}
 	default:
 		return nil, ErrVersion
 	}
-	r := &reader{Reader: wire.Reader{B: b[1:]}, lists: lists}
 	n := r.Uvarint()
 	if r.Bad || n > maxBatch || n > uint64(len(r.B))/least {
 		return nil, ErrCorrupt
