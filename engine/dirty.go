@@ -1,5 +1,7 @@
 package engine
 
+import "math/bits"
+
 // ChunkSize is the granularity at which changes to a bit or bucket array
 // are tracked, so that a persistence layer rewrites only what changed.
 const ChunkSize = 64 << 10
@@ -50,4 +52,44 @@ func (d *Dirty) MarkAll() {
 	for i := range d.bits {
 		d.bits[i] = ^uint64(0)
 	}
+}
+
+// Swap takes the record (the caller holds the chunk bits until it Merges
+// them back or drops them) and starts an empty one. Only the single
+// writer's side may call it, as TakeDirty.
+func (d *Dirty) Swap() []uint64 {
+	set := d.bits
+	d.bits = make([]uint64, len(set))
+	return set
+}
+
+// Merge adds chunks taken by Swap back to the record: their write failed,
+// so they are still to be written.
+func (d *Dirty) Merge(set []uint64) {
+	for i := range min(len(set), len(d.bits)) {
+		d.bits[i] |= set[i]
+	}
+}
+
+// EachChunk calls fn for each chunk index set in bits, in order.
+func EachChunk(set []uint64, fn func(chunk uint64) error) error {
+	for w, v := range set {
+		for v != 0 {
+			b := uint64(bits.TrailingZeros64(v))
+			if err := fn(uint64(w)*64 + b); err != nil {
+				return err
+			}
+			v &^= 1 << b
+		}
+	}
+	return nil
+}
+
+// CountChunks is the number of chunk indexes set in bits.
+func CountChunks(set []uint64) int {
+	n := 0
+	for _, v := range set {
+		n += bits.OnesCount64(v)
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -8,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/engine"
 )
 
 // TestTakeChangesAfterRepeats: the change record skips a key marked just
-// before, so every mark after a TakeChanges, a replacement after an
+// before, so every mark after a Cut, a replacement after an
 // in-place change, and keys of another database must still be recorded.
 func TestTakeChangesAfterRepeats(t *testing.T) {
 	k := New()
@@ -30,7 +32,7 @@ func TestTakeChangesAfterRepeats(t *testing.T) {
 	}
 	take := func() []seen {
 		var out []seen
-		for _, c := range k.TakeChanges() {
+		for _, c := range k.Cut().Keys {
 			out = append(out, seen{c.DB, c.Key, c.Full})
 		}
 		slices.SortFunc(out, func(a, b seen) int {
@@ -46,7 +48,7 @@ func TestTakeChangesAfterRepeats(t *testing.T) {
 	if got, want := take(), []seen{{0, "a", true}}; !slices.Equal(got, want) {
 		t.Fatalf("after create: %v, want %v", got, want)
 	}
-	add(0, "a", "3") // the same key as the last mark, after a TakeChanges
+	add(0, "a", "3") // the same key as the last mark, after a Cut
 	add(0, "a", "4")
 	if got, want := take(), []seen{{0, "a", false}}; !slices.Equal(got, want) {
 		t.Fatalf("after in-place adds: %v, want %v", got, want)
@@ -156,4 +158,57 @@ func digestOf(v *Value) string {
 		return "none"
 	}
 	return Digest(v)
+}
+
+// chunksOfCut lists what a cut would write: each key's metadata and its
+// chunks' contents.
+func chunksOfCut(cut *Cut) map[string]string {
+	out := map[string]string{}
+	buf := make([]byte, engine.ChunkSize)
+	for i := range cut.Keys {
+		ck := &cut.Keys[i]
+		name := strconv.Itoa(int(ck.DB)) + "/" + ck.Key
+		out[name] = fmt.Sprintf("full=%v meta=%x", ck.Full, ck.Meta())
+		ck.Chunks(buf, func(c Chunk) error {
+			out[fmt.Sprintf("%s/%d/%d", name, c.Part, c.Index)] = string(c.Data)
+			return nil
+		})
+	}
+	return out
+}
+
+// TestCutRestore: a cut whose write failed and was restored is written by
+// the next cut, merged with what changed since, as if the two had been
+// one cut; a key replaced meanwhile is written whole.
+func TestCutRestore(t *testing.T) {
+	build := func(k *Keyspace, step int) {
+		for i := 0; i < 3000; i++ {
+			item := []byte(strconv.Itoa(step*100000 + i))
+			k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: [][]byte{item}, ErrorRate: 0.001, Capacity: 200000, Expansion: 2, MaxBytes: capBytes})
+		}
+		k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c" + strconv.Itoa(step%2)), Items: [][]byte{[]byte(strconv.Itoa(step))}, Capacity: 1024, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
+		if step == 2 {
+			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c0")}})
+		}
+	}
+	failed, once := New(), New()
+	failed.TrackChanges()
+	once.TrackChanges()
+	build(failed, 0)
+	build(once, 0)
+	once.Cut()
+	failed.Cut()
+	// Both wrote step 0. Now failed's cut of step 1 fails and is restored.
+	build(failed, 1)
+	failed.Cut().Restore()
+	build(failed, 2)
+	build(once, 1)
+	build(once, 2)
+	got, want := chunksOfCut(failed.Cut()), chunksOfCut(once.Cut())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored cut writes %d records, one cut %d", len(got), len(want))
+	}
+	if len(got) < 3 {
+		t.Fatalf("the cut holds only %d records", len(got))
+	}
 }

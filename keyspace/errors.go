@@ -1,32 +1,75 @@
 package keyspace
 
-import "errors"
+import "fmt"
 
-// Errors returned in Result.Err or Result.Tail. Each maps to exactly one wire
-// string in the resp package's error table.
+// Error is a keyspace error: what Apply or Read answers a command with, in
+// Result.Err or Result.Tail. Each has a fixed code, so that a node that
+// forwarded a write can decode the leader's results (EncodeResults), and
+// maps to exactly one wire string in the resp package's error table.
+type Error struct {
+	code uint8
+	text string
+}
+
+func (e *Error) Error() string { return e.text }
+
+// errorsByCode lists every Error by its code; index 0 is no error.
+var errorsByCode []*Error
+
+// newError registers an error under code. Codes are written into results
+// that cross the network: never reuse or renumber one.
+func newError(code uint8, text string) *Error {
+	e := &Error{code: code, text: text}
+	for int(code) >= len(errorsByCode) {
+		errorsByCode = append(errorsByCode, nil)
+	}
+	if errorsByCode[code] != nil || code == 0 {
+		panic(fmt.Sprintf("keyspace: error code %d registered twice", code))
+	}
+	errorsByCode[code] = e
+	return e
+}
+
+// Errors lists every keyspace error, by code.
+func Errors() []*Error {
+	var out []*Error
+	for _, e := range errorsByCode {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The keyspace's errors. Each comment is the wire string Redis 8 sends.
 var (
-	ErrNotFound        = errors.New("not found")         // ERR not found
-	ErrWrongType       = errors.New("wrong type")        // WRONGTYPE …
-	ErrItemExists      = errors.New("item exists")       // ERR item exists
-	ErrNonScalingFull  = errors.New("non scaling full")  // ERR non scaling filter is full
-	ErrInsertFailed    = errors.New("insert failed")     // ERR problem inserting into filter
-	ErrTooLarge        = errors.New("filter too large")  // over the per-filter byte cap
-	ErrIterNotNumeric  = errors.New("iter not numeric")  // Second argument must be numeric
-	ErrBadData         = errors.New("bad data")          // ERR received bad data
-	ErrNoLink          = errors.New("no link")           // ERR invalid offset - no link found
-	ErrChunkTooBig     = errors.New("chunk too big")     // ERR invalid chunk - Too big …
-	ErrCFNotFound      = errors.New("cf not found")      // Not found
-	ErrMaxExpansions   = errors.New("max expansions")    // Maximum expansions reached
-	ErrFilterFull      = errors.New("filter full")       // Filter is full
-	ErrNoMemory        = errors.New("no memory")         // ERR Insufficient memory
-	ErrCompactNotFound = errors.New("cf compact absent") // Cuckoo filter was not found
-	ErrInvalidHeader   = errors.New("invalid header")    // Invalid header
-	ErrCantCreate      = errors.New("cannot create")     // Couldn't create filter!
-	ErrCantLoad        = errors.New("cannot load")       // Couldn't load chunk!
-	ErrNoSuchKey       = errors.New("no such key")       // ERR no such key
-	ErrModuleKeyCopy   = errors.New("module key copy")   // ERR not supported for this module key
-	ErrBusyKey         = errors.New("busy key")          // BUSYKEY Target key name already exists.
-	ErrBadPayload      = errors.New("bad payload")       // ERR DUMP payload version or checksum are wrong
-	ErrBadFormat       = errors.New("bad format")        // ERR Bad data format
-	ErrUnknownOp       = errors.New("unknown operation") // a log entry this version cannot apply
+	ErrNotFound        = newError(1, "not found")          // ERR not found
+	ErrWrongType       = newError(2, "wrong type")         // WRONGTYPE …
+	ErrItemExists      = newError(3, "item exists")        // ERR item exists
+	ErrNonScalingFull  = newError(4, "non scaling full")   // ERR non scaling filter is full
+	ErrInsertFailed    = newError(5, "insert failed")      // ERR problem inserting into filter
+	ErrTooLarge        = newError(6, "filter too large")   // over the per-filter byte cap
+	ErrIterNotNumeric  = newError(7, "iter not numeric")   // Second argument must be numeric
+	ErrBadData         = newError(8, "bad data")           // ERR received bad data
+	ErrNoLink          = newError(9, "no link")            // ERR invalid offset - no link found
+	ErrChunkTooBig     = newError(10, "chunk too big")     // ERR invalid chunk - Too big …
+	ErrCFNotFound      = newError(11, "cf not found")      // Not found
+	ErrMaxExpansions   = newError(12, "max expansions")    // Maximum expansions reached
+	ErrFilterFull      = newError(13, "filter full")       // Filter is full
+	ErrNoMemory        = newError(14, "no memory")         // ERR Insufficient memory
+	ErrCompactNotFound = newError(15, "cf compact absent") // Cuckoo filter was not found
+	ErrInvalidHeader   = newError(16, "invalid header")    // Invalid header
+	ErrCantCreate      = newError(17, "cannot create")     // Couldn't create filter!
+	ErrCantLoad        = newError(18, "cannot load")       // Couldn't load chunk!
+	ErrNoSuchKey       = newError(19, "no such key")       // ERR no such key
+	ErrModuleKeyCopy   = newError(20, "module key copy")   // ERR not supported for this module key
+	ErrBusyKey         = newError(21, "busy key")          // BUSYKEY Target key name already exists.
+	ErrBadPayload      = newError(22, "bad payload")       // ERR DUMP payload version or checksum are wrong
+	ErrBadFormat       = newError(23, "bad format")        // ERR Bad data format
+	// ErrInvalidCommand: a command in the log breaks command.Validate (an
+	// older build's entry, a damaged one). It changed nothing, on every
+	// replica alike.
+	ErrInvalidCommand = newError(24, "invalid command")
+	// ErrLoading: the node is replacing its state with a snapshot.
+	ErrLoading = newError(25, "loading") // LOADING Redis is loading the dataset in memory
 )

@@ -27,35 +27,159 @@ type Chunk struct {
 	Data        []byte
 }
 
-// Change is what a key's stored image needs since the last TakeChanges.
-type Change struct {
-	DB  uint8
-	Key string
-	// Meta is the new metadata, or nil if the key no longer exists.
-	Meta []byte
-	// Full: drop every stored chunk of the key before writing Chunks.
-	Full   bool
-	Chunks []Chunk
+// A Cut is the change record taken at one point of the log: every key
+// changed since the last cut, and which chunks of it changed, so that the
+// image can be brought to exactly that point. It copies no filter data:
+// the caller writes the chunks from the live arrays (CutKey.Chunks) while
+// Apply is still excluded, so what it writes is the state at the cut, and
+// memory does not grow with the filters. If the write fails, Restore puts
+// the record back and the next cut carries it again.
+type Cut struct {
+	k    *Keyspace
+	Keys []CutKey
 }
 
-// TrackChanges starts recording changes for TakeChanges.
+// CutKey is one changed key of a Cut.
+type CutKey struct {
+	DB  uint8
+	Key string
+	// Full: drop every stored chunk of the key before writing its chunks
+	// (it was created, replaced or removed).
+	Full  bool
+	v     *Value    // what the key holds at the cut; nil when it is gone
+	parts []cutPart // for a key changed in place: the chunks that changed
+}
+
+type cutPart struct {
+	d    *engine.Dirty
+	bits []uint64
+}
+
+// TrackChanges starts recording changes for Cut.
 func (k *Keyspace) TrackChanges() { k.dirty, k.markedOK = map[dirtyKey]bool{}, false }
 
-// TakeChanges returns every change since the last call and clears the
-// record. The caller must exclude Apply while it runs; the chunk data is
-// copied, so the result may be written out after Apply resumes.
-func (k *Keyspace) TakeChanges() []Change {
-	out := make([]Change, 0, len(k.dirty))
+// Cut takes the change record and starts a new one. The caller must
+// exclude Apply from here until it has read every chunk it writes.
+func (k *Keyspace) Cut() *Cut {
+	c := &Cut{k: k, Keys: make([]CutKey, 0, len(k.dirty))}
 	for dk, full := range k.dirty {
-		ch := Change{DB: dk.db, Key: dk.key, Full: full}
-		if v := k.db(dk.db).keys[dk.key]; v != nil {
-			ch.Meta = encodeMeta(v)
-			ch.Chunks = chunksOf(v, full)
+		ck := CutKey{DB: dk.db, Key: dk.key, Full: full, v: k.db(dk.db).keys[dk.key]}
+		if ck.v == nil {
+			ck.Full = true
 		}
-		out = append(out, ch)
+		eachPart(ck.v, func(_ uint32, _ uint64, d *engine.Dirty, _ func([]byte, uint64)) {
+			bits := d.Swap()
+			if !ck.Full {
+				ck.parts = append(ck.parts, cutPart{d, bits})
+			}
+		})
+		c.Keys = append(c.Keys, ck)
 	}
 	k.clearDirty()
-	return out
+	return c
+}
+
+// Restore puts a cut whose write failed back into the change record, so
+// the next cut writes it again. The caller excludes Apply.
+func (c *Cut) Restore() {
+	k := c.k
+	for _, ck := range c.Keys {
+		dk := dirtyKey{ck.DB, ck.Key}
+		if ck.Full {
+			k.dirty[dk] = true
+			continue
+		}
+		if _, ok := k.dirty[dk]; !ok {
+			k.dirty[dk] = false
+		}
+		for _, p := range ck.parts {
+			p.d.Merge(p.bits)
+		}
+	}
+	k.markedOK = false
+}
+
+// Bytes is about what writing the cut takes: the chunks it will write.
+func (c *Cut) Bytes() uint64 {
+	var n uint64
+	for i := range c.Keys {
+		ck := &c.Keys[i]
+		n += 64 + uint64(len(ck.Key))
+		if ck.Full {
+			eachPart(ck.v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { n += size })
+			if ck.v != nil && ck.v.Kind == KindString {
+				n += uint64(len(ck.v.Str))
+			}
+			continue
+		}
+		for _, p := range ck.parts {
+			n += uint64(engine.CountChunks(p.bits)) * engine.ChunkSize
+		}
+	}
+	return n
+}
+
+// Meta is the key's stored metadata at the cut, or nil when it is gone.
+func (ck *CutKey) Meta() []byte {
+	if ck.v == nil {
+		return nil
+	}
+	return encodeMeta(ck.v)
+}
+
+// Chunks reads each chunk the key's image needs into buf (ChunkSize
+// bytes, reused) and calls fn with it, in (part, index) order: every
+// chunk that is not all zeros for a full key, the changed ones otherwise.
+// fn must be done with the data when it returns.
+func (ck *CutKey) Chunks(buf []byte, fn func(Chunk) error) error {
+	var err error
+	pi := 0
+	eachPart(ck.v, func(part uint32, size uint64, _ *engine.Dirty, read func([]byte, uint64)) {
+		emit := func(i uint64) error {
+			off := i * engine.ChunkSize
+			if off >= size {
+				return nil
+			}
+			data := buf[:min(engine.ChunkSize, size-off)]
+			read(data, off)
+			if ck.Full && allZero(data) {
+				return nil
+			}
+			return fn(Chunk{Part: part, Index: uint32(i), Data: data})
+		}
+		if err != nil {
+			return
+		}
+		if ck.Full {
+			for i := uint64(0); i*engine.ChunkSize < size && err == nil; i++ {
+				err = emit(i)
+			}
+			return
+		}
+		if pi < len(ck.parts) {
+			err = engine.EachChunk(ck.parts[pi].bits, emit)
+			pi++
+		}
+	})
+	return err
+}
+
+// eachPart calls fn for each bit or bucket array of a value, in order:
+// its index, size, change record and a reader of its bytes.
+func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read func(dst []byte, off uint64))) {
+	if v == nil {
+		return
+	}
+	switch v.Kind {
+	case KindBloom:
+		for i, l := range v.Bloom.Links() {
+			fn(uint32(i), l.BloomParams.Bytes, &l.Dirty, l.ReadBytes)
+		}
+	case KindCuckoo:
+		for i, t := range v.Cuckoo.Tables() {
+			fn(uint32(i), uint64(len(t.Data)), &t.Dirty, func(dst []byte, off uint64) { copy(dst, t.Data[off:]) })
+		}
+	}
 }
 
 func encodeMeta(v *Value) []byte {
@@ -68,43 +192,6 @@ func encodeMeta(v *Value) []byte {
 		return append(b, v.Cuckoo.Header()...)
 	}
 	return append(b, v.Str...)
-}
-
-// chunksOf copies the changed chunks of a value, or with full every chunk
-// that is not all zeros.
-func chunksOf(v *Value, full bool) []Chunk {
-	var out []Chunk
-	part := func(p uint32, size uint64, d *engine.Dirty, read func(dst []byte, off uint64)) {
-		add := func(i uint64) {
-			off := i * engine.ChunkSize
-			n := min(engine.ChunkSize, size-off)
-			buf := make([]byte, n)
-			read(buf, off)
-			if full && allZero(buf) {
-				return
-			}
-			out = append(out, Chunk{Part: p, Index: uint32(i), Data: buf})
-		}
-		if full {
-			d.TakeDirty(func(uint64) {})
-			for i := uint64(0); i*engine.ChunkSize < size; i++ {
-				add(i)
-			}
-			return
-		}
-		d.TakeDirty(add)
-	}
-	switch v.Kind {
-	case KindBloom:
-		for i, l := range v.Bloom.Links() {
-			part(uint32(i), l.BloomParams.Bytes, &l.Dirty, l.ReadBytes)
-		}
-	case KindCuckoo:
-		for i, t := range v.Cuckoo.Tables() {
-			part(uint32(i), uint64(len(t.Data)), &t.Dirty, func(dst []byte, off uint64) { copy(dst, t.Data[off:]) })
-		}
-	}
-	return out
 }
 
 func allZero(b []byte) bool {
@@ -178,19 +265,9 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 // ForgetChanges drops recorded changes and dirty chunks after a load: the
 // loaded state is what is stored.
 func (k *Keyspace) ForgetChanges() {
-	discard := func(uint64) {}
 	for i := range k.dbs {
 		for _, v := range k.dbs[i].keys {
-			switch v.Kind {
-			case KindBloom:
-				for _, l := range v.Bloom.Links() {
-					l.TakeDirty(discard)
-				}
-			case KindCuckoo:
-				for _, t := range v.Cuckoo.Tables() {
-					t.TakeDirty(discard)
-				}
-			}
+			eachPart(v, func(_ uint32, _ uint64, d *engine.Dirty, _ func([]byte, uint64)) { d.Swap() })
 		}
 	}
 	if k.dirty != nil {

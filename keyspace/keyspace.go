@@ -13,7 +13,7 @@ import (
 )
 
 // NumDBs is the number of databases, as Redis.
-const NumDBs = 16
+const NumDBs = command.NumDBs
 
 // Kind is what a key holds.
 type Kind uint8
@@ -79,6 +79,9 @@ type Keyspace struct {
 	hot    *Value
 	hotKey []byte
 	hotDB  uint8
+	// loading marks the stand-in served while a snapshot replaces the
+	// state: it holds nothing, and answers every read ErrLoading.
+	loading bool
 }
 
 type dirtyKey struct {
@@ -92,6 +95,14 @@ func New() *Keyspace {
 	for i := range k.dbs {
 		k.dbs[i].keys = make(map[string]*Value)
 	}
+	return k
+}
+
+// NewLoading returns the stand-in a node serves while it loads a snapshot:
+// empty, and answering every read ErrLoading, never a false "not found".
+func NewLoading() *Keyspace {
+	k := New()
+	k.loading = true
 	return k
 }
 
@@ -217,6 +228,9 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 // order; read commands are accepted too so that EXEC can run a mixed
 // transaction at one point of the log.
 func (k *Keyspace) Apply(c *command.Cmd) Result {
+	if command.Validate(c) != nil {
+		return Result{Err: ErrInvalidCommand}
+	}
 	if c.Op == command.FlushDB || c.Op == command.FlushAll {
 		r := k.apply(c)
 		k.bytes.Store(int64(k.countBytes()))
@@ -231,7 +245,9 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 }
 
 // usageOf sums MemoryUsage over the keys a command names (present or not,
-// expired included: they hold memory until removed).
+// expired included: they hold memory until removed), each once. Counting a
+// key the command does not touch is harmless: it adds the same before and
+// after. A nil key is the empty key, as it decodes from the log.
 func (k *Keyspace) usageOf(c *command.Cmd) int64 {
 	var n int64
 	add := func(key []byte) {
@@ -239,14 +255,21 @@ func (k *Keyspace) usageOf(c *command.Cmd) int64 {
 			n += int64(MemoryUsage(v))
 		}
 	}
-	if c.Key != nil {
-		add(c.Key)
-	}
-	if c.Dst != nil && string(c.Dst) != string(c.Key) {
+	add(c.Key)
+	if string(c.Dst) != string(c.Key) {
 		add(c.Dst)
 	}
+	if len(c.Keys) == 0 {
+		return n
+	}
+	// Each key once: DEL k k frees k's memory once.
+	seen := make(map[string]bool, len(c.Keys)+2)
+	seen[string(c.Key)], seen[string(c.Dst)] = true, true
 	for _, key := range c.Keys {
-		add(key)
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			add(key)
+		}
 	}
 	return n
 }
@@ -319,7 +342,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		}
 		return k.Read(c)
 	}
-	return Result{Err: ErrUnknownOp}
+	return Result{Err: ErrInvalidCommand} // SetMember, DelMember: not the keyspace's
 }
 
 func (k *Keyspace) flush(dbi uint8) {

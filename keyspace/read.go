@@ -20,6 +20,10 @@ const (
 // ReadInto is Read into a caller's Result, reusing its per-item slice: the
 // membership reads then allocate nothing.
 func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
+	if k.loading {
+		*r = Result{Err: ErrLoading}
+		return
+	}
 	switch c.Op {
 	case command.BFExists, command.CFExists, command.CFCount:
 		ints := r.Ints[:0]
@@ -52,6 +56,9 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 // Read answers a read-only command from current state. It may run
 // concurrently with Apply.
 func (k *Keyspace) Read(c *command.Cmd) Result {
+	if k.loading {
+		return Result{Err: ErrLoading}
+	}
 	switch c.Op {
 	case command.BFExists, command.CFExists, command.CFCount:
 		var r Result
@@ -198,7 +205,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		}
 		return Result{Bytes: EncodeDump(v)}
 	}
-	return Result{Err: ErrUnknownOp}
+	return Result{Err: ErrInvalidCommand}
 }
 
 // MemoryUsage is the filter's own accounting (BF.INFO/CF.INFO Size) or the

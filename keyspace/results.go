@@ -9,20 +9,13 @@ import (
 	"github.com/bfserver/bfserver/scalable"
 )
 
-// errorCodes numbers every keyspace error for EncodeResults; append only.
-var errorCodes = []error{nil, ErrNotFound, ErrWrongType, ErrItemExists, ErrNonScalingFull,
-	ErrInsertFailed, ErrTooLarge, ErrIterNotNumeric, ErrBadData, ErrNoLink, ErrChunkTooBig,
-	ErrCFNotFound, ErrMaxExpansions, ErrFilterFull, ErrNoMemory, ErrCompactNotFound,
-	ErrInvalidHeader, ErrCantCreate, ErrCantLoad, ErrNoSuchKey, ErrModuleKeyCopy, ErrBusyKey,
-	ErrBadPayload, ErrBadFormat, ErrUnknownOp}
-
+// errorCode is an error's code in EncodeResults (0: none). Apply and
+// Read only ever return keyspace Errors.
 func errorCode(err error) uint64 {
-	for i, e := range errorCodes {
-		if e == err {
-			return uint64(i)
-		}
+	if e, ok := err.(*Error); ok {
+		return uint64(e.code)
 	}
-	return uint64(len(errorCodes) - 1) // ErrUnknownOp: never produced by Apply
+	return 0
 }
 
 // ErrBadResults: an encoded result list does not decode.
@@ -85,11 +78,14 @@ type decoder struct{ wire.Reader }
 
 func (d *decoder) err() error {
 	e := d.Uvarint()
-	if e >= uint64(len(errorCodes)) {
+	if e == 0 {
+		return nil
+	}
+	if e >= uint64(len(errorsByCode)) || errorsByCode[e] == nil {
 		d.Bad = true
 		return nil
 	}
-	return errorCodes[e]
+	return errorsByCode[e]
 }
 
 // DecodeResults reverses EncodeResults.

@@ -1,0 +1,147 @@
+package keyspace
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/bfserver/bfserver/command"
+)
+
+// fuzzCap keeps the fuzzer's filters small: a command may carry any cap up
+// to command.MaxFilterBytes, and the fuzzer must not spend its memory on
+// valid giant filters.
+const fuzzCap = 1 << 16
+
+// cmdFrom builds a command from fuzz bytes, field by field, so that most
+// draws name a real op and nearby values (zero, one, a range's ends, just
+// past them) instead of the codec's corrupt inputs.
+func cmdFrom(b []byte) *command.Cmd {
+	next := func() uint64 {
+		if len(b) == 0 {
+			return 0
+		}
+		v := uint64(b[0])
+		b = b[1:]
+		return v
+	}
+	edge := func(lo, hi uint64) uint64 {
+		switch next() % 8 {
+		case 0:
+			return 0
+		case 1:
+			return lo
+		case 2:
+			return hi
+		case 3:
+			return hi + 1
+		case 4:
+			return lo + next()
+		case 5:
+			return math.MaxUint64
+		}
+		return next() | next()<<8
+	}
+	word := func() []byte {
+		return []byte{'k', byte(next() % 4)}
+	}
+	list := func() [][]byte {
+		l := make([][]byte, next()%4)
+		for i := range l {
+			l[i] = word()
+		}
+		return l
+	}
+	ops := []command.Op{command.BFReserve, command.BFAdd, command.BFLoadChunk, command.CFReserve,
+		command.CFAdd, command.CFDel, command.CFCompact, command.CFLoadChunk, command.Del, command.Rename,
+		command.Expire, command.Persist, command.FlushDB, command.FlushAll, command.Set, command.Restore,
+		command.ExpireDue, command.Copy, command.SetMember, command.BFExists, command.BFInfo,
+		command.BFScanDump, command.CFScanDump, command.CFCount, command.Scan, command.Dump, command.Digest,
+		command.MemUsage, command.Op(next())}
+	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
+	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
+	c.Data = make([]byte, next()*next()%300)
+	for i := range c.Data {
+		c.Data[i] = byte(next())
+	}
+	c.Iter = int64(edge(0, 3)) - 1
+	c.Count = int64(edge(0, 10))
+	f := next()
+	c.Multi, c.NX, c.NoCreate, c.NonScaling, c.Flag = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
+	c.ErrorRate = []float64{0, 0.01, 0.25, 0.3, 1, -1, math.NaN(), math.Inf(1), 1e-300}[next()%9]
+	c.Capacity = edge(1, 1<<30)
+	c.Expansion = uint32(edge(0, 32768))
+	c.BucketSize = uint16(edge(1, 255))
+	c.MaxIterations = uint16(edge(1, 65535))
+	c.MaxExpansions = uint32(edge(1, 65536))
+	c.MaxBytes = edge(0, fuzzCap) % (2 * fuzzCap)
+	c.Field = uint8(edge(0, 5))
+	return c
+}
+
+// FuzzApply drives arbitrary commands through the state machine: no panic,
+// an invalid command changes nothing, and the memory total stays exact.
+// Inputs are a sequence of commands built field by field (cmdFrom) or, when
+// the first byte is odd, a log entry for the codec to decode.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 1, 1, 0, 0, 1, 5, 0, 2, 1, 1, 2, 1, 1, 0, 4})
+	f.Add([]byte{0, 3, 0, 0, 2, 2, 0, 0, 3, 1, 0, 1, 2, 1, 1, 0, 0, 0})
+	f.Add(append([]byte{1}, command.EncodeBatch([]*command.Cmd{
+		{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: fuzzCap},
+		{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("a")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: fuzzCap},
+	})...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		var cmds []*command.Cmd
+		if in[0]&1 == 1 {
+			var err error
+			if cmds, err = command.DecodeBatch(in[1:]); err != nil {
+				return
+			}
+		} else {
+			for b := in[1:]; len(b) > 0; {
+				n := min(len(b), 1+int(b[0])%48)
+				cmds = append(cmds, cmdFrom(b[1:n]))
+				b = b[n:]
+			}
+		}
+		k := New()
+		k.TrackChanges()
+		for _, c := range cmds {
+			c.MaxBytes = min(c.MaxBytes, fuzzCap)
+			if c.Op == command.Restore || c.Op == command.BFLoadChunk || c.Op == command.CFLoadChunk {
+				c.MaxBytes = min(c.MaxBytes, 1<<12)
+			}
+			before := digestAll(k)
+			r := k.Apply(c)
+			if command.Validate(c) != nil {
+				if r.Err != ErrInvalidCommand {
+					t.Fatalf("invalid %+v applied: %+v", c, r)
+				}
+				if digestAll(k) != before {
+					t.Fatalf("invalid %+v changed state", c)
+				}
+			}
+			if got, want := k.Bytes(), k.countBytes(); got != want {
+				t.Fatalf("after %+v: memory total %d, recount %d", c, got, want)
+			}
+		}
+		k.Cut()
+	})
+}
+
+// digestAll is every key of every database with its digest.
+func digestAll(k *Keyspace) string {
+	var b []byte
+	for db := range k.dbs {
+		k.Range(uint8(db), func(key string, v *Value) bool {
+			b = binary.AppendUvarint(b, uint64(db))
+			b = append(b, key...)
+			b = append(b, Digest(v)...)
+			return true
+		})
+	}
+	return string(b)
+}
