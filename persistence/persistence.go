@@ -1,26 +1,49 @@
 // Package persistence keeps the durable image of the keyspace in Pebble:
 // each key's metadata, the changed chunks of its arrays, a little replicated
-// metadata, and the log index that image covers, all written in one atomic
-// batch. It stores and streams bytes; what they mean is keyspace's business.
+// metadata, and the log index that image covers. It stores and streams
+// bytes; what they mean is keyspace's business.
 //
 // Key layout:
 //
 //	"a"                                   applied index (8 bytes LE)
-//	"k" db key                            metadata of a key
 //	"c" db len(key)u32 key part u32 idx u32   one chunk of a key's arrays
+//	"k" db key                            metadata of a key
 //	"x" name                              replicated metadata (members)
+//
+// Writes: every change to the image (a flush, a Raft snapshot's, an
+// installed snapshot) is one sstable, written in key order straight from
+// the live filters and ingested into Pebble: atomic (all of it or none),
+// durable when Ingest returns, and bounded in memory (a block at a time),
+// whatever the size of the filters. Pebble's WAL is off: the Raft log is
+// already the write-ahead log, and the image only ever moves by whole
+// ingested tables, so nothing written through the WAL would add anything.
+//
+// Faults: a write that fails leaves the image as it was; the caller keeps
+// what it took and writes it again (replication: the keyspace's Cut). A
+// write is refused before it starts when the filesystem lacks its size
+// plus a reserve: Pebble treats a failed MANIFEST write as fatal, so the
+// reserve keeps a full disk from ever reaching it. Anything Pebble still
+// finds fatal reaches Options.OnFatal, and the store stops taking writes.
 package persistence
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 
+	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -28,25 +51,47 @@ import (
 var (
 	// ErrCorrupt: a stored record or a snapshot stream does not decode.
 	ErrCorrupt = errors.New("persistence: corrupt image")
+	// ErrNoSpace: the filesystem lacks room for the write and its reserve.
+	ErrNoSpace = errors.New("no space left on device")
+	// ErrStopped: Pebble met a fatal error; the store takes no more writes.
+	ErrStopped = errors.New("persistence: the image store stopped after a fatal error")
 )
 
 // Options configure a Store.
 type Options struct {
 	// Dir is where Pebble keeps its files. Required.
 	Dir string
+	// FS is the filesystem. Default: the operating system's (vfs.Default).
+	// Tests inject failing ones (vfs/errorfs).
+	FS vfs.FS
 	// Logger receives Pebble's messages. Default: discarded.
 	Logger *slog.Logger
-	// InMemory keeps everything in memory (tests and fuzzing). Default false.
+	// InMemory keeps everything in memory (tests and fuzzing); it sets FS
+	// to a fresh in-memory one. Default false.
 	InMemory bool
 	// MaxValueBytes refuses to load a filter larger than this, so a damaged
 	// or hostile image cannot allocate without bound. Default 4 GiB.
 	MaxValueBytes uint64
+	// Reserve is the free space a write must leave on the filesystem, for
+	// Pebble's own MANIFEST and compactions. Default 64 MiB.
+	Reserve uint64
+	// OnFatal is told of an error Pebble cannot go on after (a failed
+	// MANIFEST write). The store then refuses writes; the node should stop.
+	// Default: logged only.
+	OnFatal func(error)
 }
 
 // Store is the Pebble-backed image.
 type Store struct {
-	db       *pebble.DB
-	maxValue uint64
+	db      *pebble.DB
+	opts    Options
+	fs      vfs.FS
+	tmp     string // where tables are built before they are ingested
+	seq     atomic.Uint64
+	stopped atomic.Pointer[error]
+	// writeMu serialises image writes: a table is ingested whole before the
+	// next is built.
+	writeMu sync.Mutex
 }
 
 var appliedKey = []byte("a")
@@ -56,18 +101,41 @@ func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("persistence: no directory")
 	}
-	po := &pebble.Options{Logger: quietLogger{opts.Logger}}
-	if opts.InMemory {
-		po.FS = vfs.NewMem()
+	if opts.MaxValueBytes == 0 {
+		opts.MaxValueBytes = 4 << 30
 	}
+	if opts.Reserve == 0 {
+		opts.Reserve = 64 << 20
+	}
+	fs := opts.FS
+	if opts.InMemory {
+		fs = vfs.NewMem()
+	} else if fs == nil {
+		fs = vfs.Default
+	}
+	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest")}
+	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}}
+	for i := range po.Levels {
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		po.Levels[i].BlockSize = 64 << 10
+	}
+	// Nothing goes through the memtable; keep it small.
+	po.MemTableSize = 1 << 20
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxValueBytes == 0 {
-		opts.MaxValueBytes = 4 << 30
+	s.db = db
+	// Tables a crash left half built.
+	if err := fs.RemoveAll(s.tmp); err != nil {
+		db.Close()
+		return nil, err
 	}
-	return &Store{db: db, maxValue: opts.MaxValueBytes}, nil
+	if err := fs.MkdirAll(s.tmp, 0o755); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close closes Pebble.
@@ -101,45 +169,175 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// Write stores changes, extra metadata and the applied index they reach in
-// one synced batch.
-func (s *Store) Write(changes []keyspace.Change, extra map[string][]byte, applied uint64) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	for _, ch := range changes {
-		if ch.Full || ch.Meta == nil {
-			p := chunkPrefix(ch.DB, ch.Key)
-			if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
-				return err
-			}
-		}
-		if ch.Meta == nil {
-			if err := b.Delete(metaKey(ch.DB, ch.Key), nil); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := b.Set(metaKey(ch.DB, ch.Key), ch.Meta, nil); err != nil {
-			return err
-		}
-		for _, c := range ch.Chunks {
-			if err := b.Set(chunkKey(ch.DB, ch.Key, c), c.Data, nil); err != nil {
-				return err
-			}
-		}
+// ---- writing ----
+
+// Table is one change of the image being built: records are added in key
+// order, and Commit makes all of them durable and visible at once.
+type Table struct {
+	s    *Store
+	path string
+	w    *sstable.Writer
+	err  error
+	// written counts bytes added, for the free-space checks of long tables.
+	written, checked uint64
+}
+
+// checkSpace refuses a write of need bytes that would leave less than the
+// reserve free.
+func (s *Store) checkSpace(need uint64) error {
+	if err := s.stopped.Load(); err != nil {
+		return *err
 	}
-	for name, v := range extra {
-		if err := b.Set(append([]byte{'x'}, name...), v, nil); err != nil {
-			return err
-		}
+	free, err := s.fs.GetDiskUsage(s.opts.Dir)
+	if err != nil {
+		return nil // not every filesystem tells (in-memory ones)
+	}
+	if free.AvailBytes < need+s.opts.Reserve {
+		return fmt.Errorf("%w: the image needs %d bytes and a reserve of %d, %d are free", ErrNoSpace, need, s.opts.Reserve, free.AvailBytes)
+	}
+	return nil
+}
+
+// newTable starts a table of about size bytes, after checking the
+// filesystem has room for it. It holds writeMu until Commit or Abort.
+func (s *Store) newTable(size uint64) (*Table, error) {
+	s.writeMu.Lock()
+	if err := s.checkSpace(size); err != nil {
+		s.writeMu.Unlock()
+		return nil, err
+	}
+	path := s.fs.PathJoin(s.tmp, strconv.FormatUint(s.seq.Add(1), 10)+".sst")
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		s.writeMu.Unlock()
+		return nil, err
+	}
+	wo := sstable.WriterOptions{
+		TableFormat: s.db.FormatMajorVersion().MaxTableFormat(), Compression: sstable.NoCompression,
+		BlockSize: 64 << 10, DisableValueBlocks: true,
+	}
+	return &Table{s: s, path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), checked: size}, nil
+}
+
+func (t *Table) set(k, v []byte) {
+	if t.err == nil {
+		t.err = t.w.Set(k, v)
+		t.written += uint64(len(k) + len(v))
+	}
+	// A table whose size was not known up front (an installed snapshot)
+	// checks the filesystem as it grows.
+	if t.err == nil && t.written > t.checked+64<<20 {
+		t.checked = t.written
+		t.err = t.s.checkSpace(64 << 20)
+	}
+}
+
+// Commit finishes the table, syncs it and ingests it.
+func (t *Table) Commit() error {
+	defer t.s.writeMu.Unlock()
+	defer t.s.fs.Remove(t.path)
+	if t.err != nil {
+		t.w.Close()
+		return t.err
+	}
+	if err := t.w.Close(); err != nil {
+		return err
+	}
+	if err := t.s.stopped.Load(); err != nil {
+		return *err
+	}
+	return t.s.db.Ingest(context.Background(), []string{t.path})
+}
+
+// Abort drops the table.
+func (t *Table) Abort() {
+	defer t.s.writeMu.Unlock()
+	t.w.Close()
+	t.s.fs.Remove(t.path)
+}
+
+// WriteCut starts a table that brings the image to the cut and the index
+// applied, with the replicated metadata extra, reading the cut's chunks
+// from the live filters. The caller must exclude Apply until WriteCut
+// returns (the chunks are read now), and then Commit (or Abort) the table;
+// the slow part, syncing and ingesting, need not exclude anything.
+func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]byte) (*Table, error) {
+	t, err := s.newTable(cut.Bytes())
+	if err != nil {
+		return nil, err
 	}
 	var idx [8]byte
 	binary.LittleEndian.PutUint64(idx[:], applied)
-	if err := b.Set(appliedKey, idx[:], nil); err != nil {
-		return err
+	t.set(appliedKey, idx[:])
+	keys := cut.Keys
+	// Chunks ("c"), in chunk-key order: database, key length, key.
+	slices.SortFunc(keys, func(a, b keyspace.CutKey) int {
+		if a.DB != b.DB {
+			return int(a.DB) - int(b.DB)
+		}
+		if len(a.Key) != len(b.Key) {
+			return len(a.Key) - len(b.Key)
+		}
+		return compareStrings(a.Key, b.Key)
+	})
+	buf := make([]byte, engine.ChunkSize)
+	for i := range keys {
+		ck := &keys[i]
+		if ck.Full {
+			p := chunkPrefix(ck.DB, ck.Key)
+			if t.err == nil {
+				t.err = t.w.DeleteRange(p, prefixEnd(p))
+			}
+		}
+		if err := ck.Chunks(buf, func(c keyspace.Chunk) error {
+			t.set(chunkKey(ck.DB, ck.Key, c), c.Data)
+			return t.err
+		}); err != nil && t.err == nil {
+			t.err = err
+		}
 	}
-	return b.Commit(pebble.Sync)
+	// Metadata ("k"), in key order.
+	slices.SortFunc(keys, func(a, b keyspace.CutKey) int {
+		if a.DB != b.DB {
+			return int(a.DB) - int(b.DB)
+		}
+		return compareStrings(a.Key, b.Key)
+	})
+	for i := range keys {
+		ck := &keys[i]
+		if m := ck.Meta(); m != nil {
+			t.set(metaKey(ck.DB, ck.Key), m)
+		} else if t.err == nil {
+			t.err = t.w.Delete(metaKey(ck.DB, ck.Key))
+		}
+	}
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.set(append([]byte{'x'}, name...), extra[name])
+	}
+	if t.err != nil {
+		err := t.err
+		t.Abort()
+		return nil, err
+	}
+	return t, nil
 }
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ---- reading ----
 
 // Applied is the log index the stored image covers (0 if none).
 func (s *Store) Applied() (uint64, error) {
@@ -187,7 +385,7 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 			it.Close()
 			return nil, 0, ErrCorrupt
 		}
-		if err := k.LoadValue(key[1], string(key[2:]), it.Value(), s.maxValue); err != nil {
+		if err := k.LoadValue(key[1], string(key[2:]), it.Value(), s.opts.MaxValueBytes); err != nil {
 			it.Close()
 			return nil, 0, fmt.Errorf("%w: key %q: %v", ErrCorrupt, key[2:], err)
 		}
@@ -218,12 +416,17 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 			return nil, 0, fmt.Errorf("%w: chunk of %q: %v", ErrCorrupt, key[6:6+n], err)
 		}
 	}
+	if err := it.Error(); err != nil {
+		return nil, 0, err
+	}
 	k.ForgetChanges()
 	return k, applied, nil
 }
 
+// ---- snapshots ----
+
 // Snapshot format: magic, then records (uvarint key length, key, uvarint
-// value length, value), then a zero-length key.
+// value length, value) in key order, then a zero-length key.
 const snapMagic = "bfsnap1\n"
 
 // maxRecord bounds one record read from a stream: a key of 512 MiB plus
@@ -263,72 +466,99 @@ func (s *Snapshot) Stream(w io.Writer) error {
 			bw.Write(part)
 		}
 	}
+	if err := it.Error(); err != nil {
+		return err
+	}
 	bw.WriteByte(0)
 	return bw.Flush()
 }
 
 // ReadSnapshot replaces the whole image with a stream from WriteSnapshot,
-// atomically: on any error the old image is untouched.
+// atomically: on any error the old image is untouched. It holds one record
+// in memory at a time.
 func (s *Store) ReadSnapshot(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapMagic {
 		return ErrCorrupt
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange([]byte{0}, []byte{0xff}, nil); err != nil {
+	t, err := s.newTable(0)
+	if err != nil {
 		return err
 	}
-	read := func() ([]byte, error) {
+	// One table deletes the old image and holds the new one: its range
+	// deletion covers only what was there before it.
+	if err := t.w.DeleteRange([]byte{0}, []byte{0xff}); err != nil {
+		t.Abort()
+		return err
+	}
+	var key, val []byte
+	read := func(buf []byte) ([]byte, error) {
 		n, err := binary.ReadUvarint(br)
 		if err != nil || n > maxRecord {
 			return nil, ErrCorrupt
 		}
-		buf := make([]byte, n)
+		buf = slices.Grow(buf[:0], int(n))[:n]
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return nil, ErrCorrupt
 		}
 		return buf, nil
 	}
+	var prev []byte
 	for {
-		k, err := read()
-		if err != nil {
+		if key, err = read(key); err != nil {
+			t.Abort()
 			return err
 		}
-		if len(k) == 0 {
+		if len(key) == 0 {
 			break
 		}
-		v, err := read()
-		if err != nil {
+		if val, err = read(val); err != nil {
+			t.Abort()
 			return err
 		}
-		if err := b.Set(k, v, nil); err != nil {
+		if key[0] == 0 || key[0] == 0xff || (prev != nil && string(key) <= string(prev)) {
+			t.Abort()
+			return ErrCorrupt
+		}
+		prev = append(prev[:0], key...)
+		t.set(key, val)
+		if t.err != nil {
+			err := t.err
+			t.Abort()
 			return err
 		}
 	}
-	return b.Commit(pebble.Sync)
+	return t.Commit()
 }
 
-// quietLogger sends Pebble's messages to slog at debug level.
-type quietLogger struct{ l *slog.Logger }
+// pebbleLogger sends Pebble's messages to slog (debug and error levels),
+// and its fatal errors to Options.OnFatal.
+type pebbleLogger struct{ s *Store }
 
-func (q quietLogger) Infof(format string, args ...any) {
-	if q.l != nil {
-		q.l.Debug(fmt.Sprintf(format, args...))
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.s.opts.Logger != nil {
+		l.s.opts.Logger.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 	}
 }
 
-func (q quietLogger) Errorf(format string, args ...any) {
-	if q.l != nil {
-		q.l.Error(fmt.Sprintf(format, args...))
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	if l.s.opts.Logger != nil {
+		l.s.opts.Logger.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
 }
 
-func (q quietLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if q.l != nil {
-		q.l.Error(msg)
+// Fatalf must not return: Pebble's state is past repair when it calls it.
+// The goroutine that met the error parks (holding whatever Pebble holds,
+// so nothing else writes), the store refuses writes, and OnFatal tells the
+// node, which stops. The image on disk is what the last ingest left: the
+// Raft log holds everything after it.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	err := fmt.Errorf("%w: pebble: %s", ErrStopped, fmt.Sprintf(format, args...))
+	l.Errorf("%v", err)
+	l.s.stopped.Store(&err)
+	if l.s.opts.OnFatal != nil {
+		go l.s.opts.OnFatal(err)
 	}
-	panic(msg)
+	select {}
 }

@@ -18,6 +18,21 @@ func openMem(t testing.TB) *Store {
 	return s
 }
 
+// write brings the image to the keyspace's changes at index idx.
+func write(s *Store, k *keyspace.Keyspace, extra map[string][]byte, idx uint64) error {
+	cut := k.Cut()
+	t, err := s.WriteCut(cut, idx, extra)
+	if err != nil {
+		cut.Restore()
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		cut.Restore()
+		return err
+	}
+	return nil
+}
+
 func items(prefix string, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
@@ -62,7 +77,7 @@ func TestIncrementalImage(t *testing.T) {
 		idx++
 		c.MaxBytes = 1 << 30
 		k.Apply(c)
-		if err := s.Write(k.TakeChanges(), nil, idx); err != nil {
+		if err := write(s, k, nil, idx); err != nil {
 			t.Fatal(err)
 		}
 		loaded, applied, err := s.Load()
@@ -104,13 +119,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	k := keyspace.New()
 	k.TrackChanges()
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: items("i", 5000), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
-	if err := src.Write(k.TakeChanges(), map[string][]byte{"members": []byte("m")}, 7); err != nil {
+	if err := write(src, k, map[string][]byte{"members": []byte("m")}, 7); err != nil {
 		t.Fatal(err)
 	}
 	other := keyspace.New()
 	other.TrackChanges()
 	other.Apply(&command.Cmd{Op: command.Set, Key: []byte("old"), Data: []byte("x")})
-	dst.Write(other.TakeChanges(), nil, 3)
+	write(dst, other, nil, 3)
 
 	var buf bytes.Buffer
 	if err := src.WriteSnapshot(&buf); err != nil {
@@ -142,7 +157,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	k := keyspace.New()
 	k.TrackChanges()
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: items("i", 50), Multi: true, ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: 1 << 30})
-	src.Write(k.TakeChanges(), nil, 1)
+	write(src, k, nil, 1)
 	var buf bytes.Buffer
 	src.WriteSnapshot(&buf)
 	src.Close()
