@@ -3,10 +3,14 @@ package replication
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -16,15 +20,21 @@ import (
 
 // fsm is the replicated state machine: it decodes log entries and applies
 // them to the keyspace, skipping those its stored image already covers.
+// Apply is a pure function of the log: every command is validated again
+// (command.Validate) and an invalid one answers the same error on every
+// replica; an entry this build cannot read (a newer command level, an op
+// it does not know, bytes that do not decode) halts the node before it,
+// so that no replica applies part of the log differently.
 //
-// Locks: mu excludes Apply from taking changes for the image and from
-// swapping in a restored keyspace; readers never take it. flushMu orders
-// image writes, so an older batch can never land after a newer one.
+// Locks: mu excludes Apply from cuts of the image and from swapping in a
+// restored keyspace; readers never take it. flushMu orders image writes,
+// so an older table can never land after a newer one.
 type fsm struct {
 	mu      sync.Mutex
 	flushMu sync.Mutex
 	ks      atomic.Pointer[keyspace.Keyspace]
 	store   *persistence.Store
+	log     *slog.Logger
 	// persisted is the index the stored image covered at load: entries at
 	// or below it are already in the keyspace and must not apply twice
 	// (CF.ADD and CF.DEL are not idempotent).
@@ -35,19 +45,29 @@ type fsm struct {
 	// a new leader's first entry, membership), so a read needs nothing
 	// past it. Stored before applied.
 	changed atomic.Uint64
-	members map[string]string // node id → RESP address; under mu
-	dec     command.Decoder   // Apply's; its commands last until the next entry
+	// applying is when the entry being applied started (Unix ns), 0 when
+	// none is: a write waiting on a long entry knows the log is moving.
+	applying atomic.Int64
+	members  map[string]string // node id → RESP address; under mu
+	dec      command.Decoder   // Apply's; its commands last until the next entry
+	// halt is why the state machine stopped, once it met an entry it
+	// cannot apply; halted is closed then.
+	halt     atomic.Pointer[error]
+	halted   chan struct{}
+	haltOnce sync.Once
 
 	wmu      sync.Mutex
 	advance  chan struct{}            // closed and replaced whenever applied moves
 	syncLog  func() error             // forces the raft log to disk before an image write
 	onConfig func(raft.Configuration) // told every committed membership
+	onHalt   func(error)              // told once, when the state machine halts
+	onDisk   func(fault, error)       // told how each write to disk went
 }
 
 const membersKey = "members"
 
-func newFSM(store *persistence.Store) (*fsm, error) {
-	f := &fsm{store: store, advance: make(chan struct{}), members: map[string]string{}}
+func newFSM(store *persistence.Store, log *slog.Logger) (*fsm, error) {
+	f := &fsm{store: store, log: log, advance: make(chan struct{}), members: map[string]string{}, halted: make(chan struct{})}
 	if err := f.load(); err != nil {
 		return nil, err
 	}
@@ -106,11 +126,16 @@ func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 		}
 		select {
 		case <-ch:
+		case <-f.halted:
+			return errHalted
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
+
+// busy reports whether an entry is being applied right now.
+func (f *fsm) busy() bool { return f.applying.Load() != 0 }
 
 // readIndex narrows a commit index to what a read must wait for: when
 // everything up to it is applied here, the latest entry that changed
@@ -129,8 +154,8 @@ type applyResult struct {
 
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) any {
-	if l.Type != raft.LogCommand {
-		return nil
+	if l.Type != raft.LogCommand || f.halt.Load() != nil {
+		return nil // after a halt nothing applies, and applied stays put
 	}
 	if l.Index <= f.persisted {
 		if l.Index > f.applied.Load() {
@@ -140,10 +165,19 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return applyResult{}
 	}
 	cmds, err := f.dec.Decode(l.Data)
-	if err != nil {
-		// Applying anything else would let this node diverge from its peers.
-		panic(fmt.Sprintf("replication: log entry %d does not decode: %v", l.Index, err))
+	if err == nil {
+		for _, c := range cmds {
+			if !c.Op.Known() {
+				err = &unknownOpError{op: c.Op}
+				break
+			}
+		}
 	}
+	if err != nil {
+		f.stop(l.Index, err)
+		return nil
+	}
+	f.applying.Store(time.Now().UnixNano())
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
@@ -163,11 +197,44 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 	}
 	f.mu.Unlock()
+	f.applying.Store(0)
 	if len(cmds) > 0 {
 		f.changed.Store(l.Index)
 	}
 	f.setApplied(l.Index)
 	return applyResult{results: out}
+}
+
+type unknownOpError struct{ op command.Op }
+
+func (e *unknownOpError) Error() string { return fmt.Sprintf("op code %d", e.op) }
+
+// stop halts the state machine at entry index: nothing at or after it is
+// applied, and the image is never written past the entry before it.
+func (f *fsm) stop(index uint64, cause error) {
+	var lv *command.LevelError
+	var uo *unknownOpError
+	var err error
+	switch {
+	case errors.As(cause, &lv):
+		err = fmt.Errorf("log entry %d needs command level %d, and this bfserver knows levels up to %d: "+
+			"upgrade this node to a bfserver that knows level %d; nothing from entry %d on was applied",
+			index, lv.Need, command.Level, lv.Need, index)
+	case errors.As(cause, &uo):
+		err = fmt.Errorf("log entry %d holds %v, which this bfserver (command level %d) does not know: "+
+			"a newer bfserver wrote it, or the log is damaged; upgrade this node; nothing from entry %d on was applied",
+			index, uo, command.Level, index)
+	default:
+		err = fmt.Errorf("log entry %d does not decode (%v): this bfserver (command level %d) cannot apply it; "+
+			"nothing from entry %d on was applied", index, cause, command.Level, index)
+	}
+	f.haltOnce.Do(func() {
+		f.halt.Store(&err)
+		close(f.halted)
+		if f.onHalt != nil {
+			f.onHalt(err)
+		}
+	})
 }
 
 // StoreConfiguration implements raft.ConfigurationStore. Membership
@@ -177,37 +244,69 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 	if f.onConfig != nil {
 		f.onConfig(c)
 	}
-	if index > f.applied.Load() {
+	if f.halt.Load() == nil && index > f.applied.Load() {
 		f.setApplied(index)
 	}
 }
 
-// flush writes every change since the last flush, and the index it reaches,
-// to the image.
+// flush writes every change since the last flush, and the index it
+// reaches, to the image. On failure the changes stay recorded for the next
+// flush, so the image never records an index whose changes it lacks.
 func (f *fsm) flush() error {
 	f.flushMu.Lock()
 	defer f.flushMu.Unlock()
-	changes, members, idx := f.take()
-	return f.writeImage(changes, members, idx)
+	t, cut, err := f.cut()
+	if err != nil {
+		return err
+	}
+	return f.commit(t, cut)
 }
 
-// take collects the changes since the last take and the index they bring
-// the image to. The caller holds flushMu and writes them next.
-func (f *fsm) take() ([]keyspace.Change, []byte, uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	members, _ := json.Marshal(f.members)
-	return f.ks.Load().TakeChanges(), members, f.applied.Load()
+// report tells the node how a write to disk went.
+func (f *fsm) report(kind fault, err error) error {
+	if f.onDisk != nil {
+		f.onDisk(kind, err)
+	}
+	return err
 }
 
-func (f *fsm) writeImage(changes []keyspace.Change, members []byte, idx uint64) error {
+// cut writes the changes since the last cut into a table, with Apply
+// excluded, so the table is the state at the applied index; the slow half
+// (sync and ingest) is commit's, with Apply running. Snapshot calls it
+// from Raft's FSM goroutine, where no Apply can run either. The caller
+// holds flushMu.
+func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 	if f.syncLog != nil {
 		// The image must never be ahead of the log it was built from.
-		if err := f.syncLog(); err != nil {
-			return err
+		if err := f.report(faultLog, f.syncLog()); err != nil {
+			return nil, nil, err
 		}
 	}
-	return f.store.Write(changes, map[string][]byte{membersKey: members}, idx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.halt.Load(); err != nil {
+		return nil, nil, *err
+	}
+	members, _ := json.Marshal(f.members)
+	cut := f.ks.Load().Cut()
+	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members})
+	if err != nil {
+		cut.Restore()
+		return nil, nil, f.report(faultImage, err)
+	}
+	return t, cut, nil
+}
+
+// commit makes a cut's table durable; if that fails, the cut goes back
+// into the change record.
+func (f *fsm) commit(t *persistence.Table, cut *keyspace.Cut) error {
+	if err := t.Commit(); err != nil {
+		f.mu.Lock()
+		cut.Restore()
+		f.mu.Unlock()
+		return f.report(faultImage, err)
+	}
+	return f.report(faultImage, nil)
 }
 
 func (f *fsm) memberAddr(id string) string {
@@ -226,49 +325,60 @@ func (f *fsm) memberList() map[string]string {
 	return out
 }
 
-// Snapshot implements raft.FSM. Raft calls it between Applies, so the
-// changes it takes bring the image exactly to the applied index. Writing
-// them, which for a large filter takes a few hundred milliseconds, is left
-// to Persist on Raft's snapshot goroutine, so that Apply goes on
-// meanwhile. flushMu stays held from here until that write, so that no
-// later flush can land first.
+// Snapshot implements raft.FSM. Raft calls it between Applies, so the cut
+// brings the image exactly to the applied index; the table is committed
+// in Persist, on Raft's snapshot goroutine, while Apply goes on. flushMu
+// stays held from here until then, so no later flush lands first. A halted
+// state machine takes no snapshot: Raft's applied index is past its own.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.halt.Load(); err != nil {
+		return nil, *err
+	}
 	f.flushMu.Lock()
-	changes, members, idx := f.take()
-	return &snapshot{f: f, changes: changes, members: members, idx: idx}, nil
+	t, cut, err := f.cut()
+	if err != nil {
+		f.flushMu.Unlock()
+		return nil, err
+	}
+	return &snapshot{f: f, table: t, cut: cut}, nil
 }
 
-// Restore implements raft.FSM: the stream replaces the image atomically and
-// a fresh keyspace is loaded from it and swapped in.
+// Restore implements raft.FSM: the stream replaces the image atomically,
+// the old keyspace is let go (reads answer LOADING meanwhile, never a
+// false "not found"), and a fresh one is loaded from the image, so a node
+// never holds two copies of its filters.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	f.flushMu.Lock()
 	defer f.flushMu.Unlock()
 	if err := f.store.ReadSnapshot(rc); err != nil {
-		return err
+		return f.report(faultImage, err)
 	}
+	f.mu.Lock()
+	f.ks.Store(keyspace.NewLoading())
+	f.mu.Unlock()
+	debug.FreeOSMemory()
 	return f.load()
 }
 
 type snapshot struct {
-	f       *fsm
-	changes []keyspace.Change
-	members []byte
-	idx     uint64
+	f     *fsm
+	table *persistence.Table
+	cut   *keyspace.Cut
 
 	once sync.Once
 	err  error
-	snap *persistence.Snapshot // the image frozen at idx
+	snap *persistence.Snapshot // the image frozen at the cut
 }
 
-// write brings the image to the snapshot's index, freezes it and lets the
-// next flush go. Persist calls it first; Release calls it too, so that the
-// changes taken are written even if Raft never persists the snapshot.
+// write commits the cut's table, freezes the image and lets the next
+// flush go. Persist calls it first; Release calls it too, so that the
+// changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
 		defer s.f.flushMu.Unlock()
-		s.err = s.f.writeImage(s.changes, s.members, s.idx)
-		s.changes = nil
+		s.err = s.f.commit(s.table, s.cut)
+		s.cut = nil
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}

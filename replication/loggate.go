@@ -12,8 +12,11 @@ import (
 // and then races, at random, against processing the commit it just made:
 // holding the next entry open until the write ends lets the commit go
 // first, and the entry carries everything that arrived meanwhile.
+//
+// It also reports every write's outcome to the node's disk health.
 type loggedStore struct {
 	raft.LogStore
+	disk *diskHealth
 
 	mu      sync.Mutex
 	writing int
@@ -22,20 +25,20 @@ type loggedStore struct {
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newLoggedStore(s raft.LogStore) *loggedStore {
-	return &loggedStore{LogStore: s, idle: closedCh}
+func newLoggedStore(s raft.LogStore, disk *diskHealth) *loggedStore {
+	return &loggedStore{LogStore: s, disk: disk, idle: closedCh}
 }
 
 func (s *loggedStore) StoreLog(l *raft.Log) error {
-	s.begin()
-	defer s.end()
-	return s.LogStore.StoreLog(l)
+	return s.StoreLogs([]*raft.Log{l})
 }
 
 func (s *loggedStore) StoreLogs(l []*raft.Log) error {
 	s.begin()
 	defer s.end()
-	return s.LogStore.StoreLogs(l)
+	err := s.LogStore.StoreLogs(l)
+	s.disk.report(faultLog, err)
+	return err
 }
 
 func (s *loggedStore) begin() {

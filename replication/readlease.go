@@ -2,11 +2,12 @@ package replication
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"sync"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/wire"
 )
 
 // Follower read leases.
@@ -29,17 +30,6 @@ import (
 // The price: while a follower holds a lease, a write's reply waits for one
 // message to that follower and its answer (concurrent writes share it).
 // Followers hold leases only while linearizable reads arrive.
-
-// Errors a leader answers lease requests with.
-var (
-	// errLeaseRefused: this leader grants no leases (NoReadLease or
-	// NoFollowerLease).
-	errLeaseRefused = errors.New("read leases are off on this leader")
-	// errNotMember: the requester is not a member of the cluster.
-	errNotMember = errors.New("unknown node id")
-	// errTellAhead: a committed index too far beyond this node's log.
-	errTellAhead = errors.New("committed index out of range")
-)
 
 const (
 	// leaseIdle: a follower keeps its lease this long after its last
@@ -202,18 +192,19 @@ func (h *holders) send(id string, x *holder) {
 	}
 }
 
-// tell implements holders.tell over the follower's RESP address.
+// tell implements holders.tell over the peer protocol.
 func (n *Node) tell(id string, index uint64) error {
-	addr := n.fsm.memberAddr(id)
+	addr := n.raftAddrOf(id)
 	if addr == "" {
 		return errNotMember
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.leaseTerm())
+	ctx, cancel := context.WithTimeout(n.ctx, n.leaseTerm())
 	defer cancel()
-	return n.peers.get(addr).Do(ctx, "BFRAFT.COMMITTED", index).Err()
+	_, err := n.peers.call(ctx, addr, reqCommitted, binary.AppendUvarint(nil, index))
+	return err
 }
 
-// Committed implements resp.Cluster on a follower: the leader's word that
+// Committed is, on a follower, the leader's word that
 // entries up to index are committed. Reads under a lease wait for them, so
 // an index far beyond this node's log is refused: it would hold every
 // such read until it timed out.
@@ -229,17 +220,17 @@ func (n *Node) Committed(index uint64) error {
 	}
 }
 
-// Lease implements resp.Cluster on the leader: follower id asks for a
-// read lease. It returns the lease's length (0: none now; ask again) and
-// the read index the follower must reach before it reads under it.
-func (n *Node) Lease(ctx context.Context, id string) (time.Duration, uint64, error) {
+// Lease is, on the leader, follower id's request for a read lease. It
+// returns the lease's length (0: none now; ask again) and the read index
+// the follower must reach before it reads under it.
+func (n *Node) Lease(id string) (time.Duration, uint64, error) {
 	if !n.followerLeases() {
 		return 0, 0, errLeaseRefused
 	}
 	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
 		return 0, 0, command.ErrNoLeader
 	}
-	if id == n.opts.NodeID || n.fsm.memberAddr(id) == "" {
+	if id == n.opts.NodeID || n.raftAddrOf(id) == "" {
 		return 0, 0, errNotMember
 	}
 	if !n.leaseHeld() {
@@ -339,18 +330,21 @@ func (n *Node) leaseLoop() {
 
 // askLease asks the leader for a lease.
 func (n *Node) askLease() (time.Duration, uint64, error) {
-	id, addr := n.leaderRESP()
-	if id == "" || addr == "" || id == n.opts.NodeID {
+	id, addr := n.leaderRaft()
+	if id == "" || id == n.opts.NodeID {
 		return 0, 0, command.ErrNoLeader
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.leaseTerm())
+	ctx, cancel := context.WithTimeout(n.ctx, n.leaseTerm())
 	defer cancel()
 	n.leaseAsks.Add(1)
-	v, err := n.peers.get(addr).Do(ctx, "BFRAFT.LEASE", n.opts.NodeID).Slice()
-	if err != nil || len(v) != 2 {
+	out, err := n.peers.call(ctx, addr, reqLease, wire.AppendBytes(nil, []byte(n.opts.NodeID)))
+	if err != nil {
 		return 0, 0, command.ErrNoLeader
 	}
-	us, _ := v[0].(int64)
-	idx, _ := v[1].(int64)
-	return time.Duration(us) * time.Microsecond, uint64(idx), nil
+	r := wire.Reader{B: out}
+	us, idx := r.Uvarint(), r.Uvarint()
+	if r.Bad || us > uint64(time.Hour/time.Microsecond) {
+		return 0, 0, errBadFrame
+	}
+	return time.Duration(us) * time.Microsecond, idx, nil
 }

@@ -1,0 +1,58 @@
+package replication
+
+import (
+	"errors"
+
+	"github.com/bfserver/bfserver/command"
+)
+
+// The package's own errors. Outcomes of writes and reads are the command
+// package's (command.ErrNoLeader and the rest), so the RESP layer maps one
+// set whatever node the write crossed.
+var (
+	// errLeaseRefused: this leader grants no leases (NoReadLease or
+	// NoFollowerLease).
+	errLeaseRefused = errors.New("read leases are off on this leader")
+	// errNotMember: the requester is not a member of the cluster.
+	errNotMember = errors.New("unknown node id")
+	// errTellAhead: a committed index too far beyond this node's log.
+	errTellAhead = errors.New("committed index out of range")
+	// errForbidden: a peer forwarded a command no RESP layer proposes
+	// (membership, or over this leader's byte cap).
+	errForbidden = errors.New("forwarded command not allowed")
+	// errHalted: this node met a log entry it cannot apply and stopped.
+	errHalted = errors.New("this node stopped at a log entry it cannot apply")
+	// errBadFrame: a peer message does not decode.
+	errBadFrame = errors.New("malformed peer message")
+)
+
+// peerErrors numbers the errors that cross the peer protocol, so that each
+// side knows the other's outcome by its code, never by its text. Append
+// only: the codes are on the wire between nodes of different builds.
+var peerErrors = []error{
+	nil,
+	command.ErrNoLeader,
+	command.ErrNotAccepted,
+	command.ErrLeadershipLost,
+	command.ErrLogTimeout,
+	command.ErrConnLost,
+	command.ErrReadTimeout,
+	errLeaseRefused,
+	errNotMember,
+	errTellAhead,
+	errForbidden,
+	errHalted,
+	errBadFrame,
+}
+
+// Codes for errors that carry text of their own.
+const (
+	codeStorage = 100 + iota // command.StorageError: the text is its cause
+	codeInvalid              // command.InvalidError: the text is its reason, after the op
+	codeRemote               // any other error (a Raft membership failure): its text
+)
+
+// RemoteError is a peer's error that has no code of its own.
+type RemoteError struct{ Msg string }
+
+func (e *RemoteError) Error() string { return e.Msg }

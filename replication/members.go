@@ -1,0 +1,170 @@
+package replication
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/wire"
+	"github.com/hashicorp/raft"
+)
+
+// Join implements resp.Cluster: add a voter (on the leader; a follower
+// asks the leader over the peer protocol), then record its RESP address
+// through the log.
+func (n *Node) Join(ctx context.Context, id, raftAddr, respAddr string) error {
+	if !n.IsLeader() {
+		_, addr := n.leaderRaft()
+		if addr == "" {
+			return command.ErrNoLeader
+		}
+		b := wire.AppendBytes(nil, []byte(id))
+		b = wire.AppendBytes(b, []byte(raftAddr))
+		b = wire.AppendBytes(b, []byte(respAddr))
+		_, err := n.peers.call(ctx, addr, reqJoin, b)
+		return peerCallErr(err)
+	}
+	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
+		return &RemoteError{Msg: err.Error()}
+	}
+	_, _, err := n.propose(ctx, []*command.Cmd{{Op: command.SetMember, Key: []byte(id), Data: []byte(respAddr)}})
+	return err
+}
+
+// Remove implements resp.Cluster.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	if !n.IsLeader() {
+		_, addr := n.leaderRaft()
+		if addr == "" {
+			return command.ErrNoLeader
+		}
+		_, err := n.peers.call(ctx, addr, reqRemove, wire.AppendBytes(nil, []byte(id)))
+		return peerCallErr(err)
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		return &RemoteError{Msg: err.Error()}
+	}
+	_, _, err := n.propose(ctx, []*command.Cmd{{Op: command.DelMember, Key: []byte(id)}})
+	return err
+}
+
+// peerCallErr: a request that never reached the leader found none.
+func peerCallErr(err error) error {
+	if err == errDial {
+		return command.ErrNoLeader
+	}
+	return err
+}
+
+// Members implements resp.Cluster: id, Raft address, RESP address.
+func (n *Node) Members() ([][3]string, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	addrs := n.fsm.memberList()
+	var out [][3]string
+	for _, s := range f.Configuration().Servers {
+		out = append(out, [3]string{string(s.ID), string(s.Address), addrs[string(s.ID)]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out, nil
+}
+
+// ReplicationInfo implements resp.Cluster: INFO replication in Redis's
+// words, so that Redis tools understand it (role:master on the leader,
+// role:slave with the leader's RESP address on a follower, the followers
+// as slaveN lines), then Raft's own state in fields of its own.
+func (n *Node) ReplicationInfo() [][2]string {
+	state := n.raft.State()
+	raftRole := strings.ToLower(state.String())
+	leaderID, _ := n.leaderRaft()
+	leaderAddr := ""
+	if leaderID != "" {
+		leaderAddr = n.fsm.memberAddr(leaderID)
+	}
+	commit := n.raft.CommitIndex()
+	applied := n.fsm.applied.Load()
+	members, _ := n.Members()
+	var info [][2]string
+	add := func(k, v string) { info = append(info, [2]string{k, v}) }
+	if state == raft.Leader {
+		add("role", "master")
+		var slaves [][3]string
+		for _, m := range members {
+			if m[0] != n.opts.NodeID {
+				slaves = append(slaves, m)
+			}
+		}
+		add("connected_slaves", strconv.Itoa(len(slaves)))
+		for i, m := range slaves {
+			host, port, _ := net.SplitHostPort(m[2])
+			add("slave"+strconv.Itoa(i), "ip="+host+",port="+port+",state=online,offset="+strconv.FormatUint(commit, 10)+",lag=0")
+		}
+	} else {
+		add("role", "slave")
+		host, port, _ := net.SplitHostPort(leaderAddr)
+		link := "up"
+		if leaderAddr == "" {
+			link = "down"
+		}
+		add("master_host", host)
+		add("master_port", port)
+		add("master_link_status", link)
+		add("master_last_io_seconds_ago", "0")
+		add("master_sync_in_progress", "0")
+		add("slave_read_repl_offset", strconv.FormatUint(applied, 10))
+		add("slave_repl_offset", strconv.FormatUint(applied, 10))
+		add("slave_priority", "100")
+		add("slave_read_only", "0")
+		add("replica_announced", "1")
+		add("connected_slaves", "0")
+	}
+	id := sha1.Sum([]byte(n.opts.NodeID + "/" + n.raft.Stats()["term"]))
+	add("master_failover_state", "no-failover")
+	add("master_replid", hex.EncodeToString(id[:]))
+	add("master_replid2", "0000000000000000000000000000000000000000")
+	add("master_repl_offset", strconv.FormatUint(commit, 10))
+	add("second_repl_offset", "-1")
+	add("repl_backlog_active", "0")
+	add("repl_backlog_size", "0")
+	add("repl_backlog_first_byte_offset", "0")
+	add("repl_backlog_histlen", "0")
+	// Raft's own state.
+	stats := n.raft.Stats()
+	add("raft_role", raftRole)
+	add("raft_node_id", n.opts.NodeID)
+	add("raft_leader_id", leaderID)
+	add("raft_leader_addr", leaderAddr)
+	add("raft_term", stats["term"])
+	add("commit_index", strconv.FormatUint(commit, 10))
+	add("applied_index", strconv.FormatUint(applied, 10))
+	add("last_log_index", strconv.FormatUint(n.raft.LastIndex(), 10))
+	add("fsync", n.opts.Fsync)
+	add("read_lease", strconv.FormatBool(!n.opts.NoReadLease))
+	add("leader_rounds", strconv.FormatUint(n.rounds.Load(), 10))
+	add("lease_renewals", strconv.FormatUint(n.renewals.Load(), 10))
+	add("follower_read_lease", strconv.FormatBool(n.followerLeases()))
+	add("follower_lease", strconv.FormatBool(n.holdsLease()))
+	add("follower_lease_requests", strconv.FormatUint(n.leaseAsks.Load(), 10))
+	add("read_index_requests", strconv.FormatUint(n.readRPCs.Load(), 10))
+	add("lease_holders", strconv.Itoa(n.holders.count()))
+	ready, why := n.Ready()
+	add("raft_ready", strconv.FormatBool(ready))
+	if !ready {
+		add("raft_not_ready_reason", why)
+	}
+	var parts []string
+	for _, m := range members {
+		parts = append(parts, m[0]+"@"+m[2]+"/"+m[1])
+	}
+	add("raft_members", strings.Join(parts, ","))
+	add("raft_num_members", strconv.Itoa(len(members)))
+	return info
+}

@@ -1,0 +1,166 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/wire"
+)
+
+// Barrier implements resp.Backend: a linearizable read waits until this
+// node has applied everything committed before it was asked.
+func (n *Node) Barrier(ctx context.Context, stale bool) error {
+	if stale {
+		return nil
+	}
+	// The only voter, or a leader holding a lease, leading and ready, knows
+	// its commit index is current: no round to share, so no hand-off to the
+	// coalescer's goroutine.
+	if n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() && (n.voters.Load() == 1 || n.leaseHeld()) {
+		if err := n.fsm.waitApplied(ctx, n.fsm.readIndex(n.raft.CommitIndex())); err != nil {
+			return command.ErrReadTimeout
+		}
+		return nil
+	}
+	if n.followerLeases() {
+		if ok, err := n.localRead(ctx); ok {
+			if err != nil {
+				return command.ErrReadTimeout
+			}
+			return nil
+		}
+	}
+	for {
+		idx, err := n.reads.do(ctx)
+		if err == nil {
+			if err := n.fsm.waitApplied(ctx, idx); err != nil {
+				return command.ErrReadTimeout
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return command.ErrReadTimeout
+		}
+		if !errors.Is(err, command.ErrNoLeader) {
+			return err
+		}
+		// An election may be under way: wait for a leader, briefly.
+		if err := n.waitLeaderChange(ctx); err != nil {
+			return command.ErrNoLeader
+		}
+	}
+}
+
+// readIndexRound obtains one read index for every read waiting on it.
+func (n *Node) readIndexRound(ctx context.Context) (uint64, error) {
+	if n.IsLeader() {
+		return n.ReadIndex(ctx)
+	}
+	id, addr := n.leaderRaft()
+	if id == "" || id == n.opts.NodeID {
+		return 0, command.ErrNoLeader
+	}
+	n.readRPCs.Add(1)
+	idx, err := n.callIndex(ctx, addr, reqReadIndex, nil)
+	if err != nil {
+		return 0, command.ErrNoLeader
+	}
+	return idx, nil
+}
+
+// callIndex is a peer request answered by one index.
+func (n *Node) callIndex(ctx context.Context, addr string, typ byte, payload []byte) (uint64, error) {
+	out, err := n.peers.call(ctx, addr, typ, payload)
+	if err != nil {
+		return 0, err
+	}
+	r := wire.Reader{B: out}
+	idx := r.Uvarint()
+	if r.Bad {
+		return 0, errBadFrame
+	}
+	return idx, nil
+}
+
+// ReadIndex is the leader's commit index, once leadership is confirmed
+// by a quorum: what a follower's read must reach.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
+		return 0, command.ErrNoLeader
+	}
+	idx := n.fsm.readIndex(n.raft.CommitIndex())
+	if n.voters.Load() == 1 || n.leaseHeld() {
+		return idx, nil
+	}
+	if err := n.confirmLeader(); err != nil {
+		return 0, err
+	}
+	return idx, nil
+}
+
+// lease is a confirmation of leadership: valid in leadership generation
+// gen until until (a monotonic reading).
+type lease struct {
+	gen   uint64
+	until time.Time
+}
+
+// leaseHeld reports whether this leader's lease is valid now, and renews
+// it in the background once half of it is gone, so that steady reads
+// never wait for a round.
+func (n *Node) leaseHeld() bool {
+	l := n.lease.Load()
+	if l == nil || l.gen != n.leaderGen.Load() {
+		return false
+	}
+	left := time.Until(l.until)
+	if left <= 0 {
+		return false
+	}
+	if left < n.leaseTerm()/2 {
+		n.renewLease()
+	}
+	return true
+}
+
+func (n *Node) leaseTerm() time.Duration { return n.opts.HeartbeatTimeout / 2 }
+
+// renewLease commits an empty entry in the background and starts a lease
+// from the moment it was proposed. A quorum stored the entry, so each of
+// those followers heard from this leader after that moment (a heartbeat's
+// answer can be older than the question it is counted for; an entry that
+// did not exist yet cannot be), and will refuse other candidates for a
+// heartbeat timeout after. Under writes the entry shares their group
+// commit.
+func (n *Node) renewLease() {
+	if n.opts.NoReadLease || !n.renewing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.renewing.Store(false)
+		gen := n.leaderGen.Load()
+		asked := time.Now()
+		ctx, cancel := context.WithTimeout(n.ctx, n.leaseTerm())
+		defer cancel()
+		n.renewals.Add(1)
+		if _, _, err := n.propose(ctx, nil); err != nil {
+			return
+		}
+		if n.leaderGen.Load() == gen && n.IsLeader() {
+			n.lease.Store(&lease{gen: gen, until: asked.Add(n.leaseTerm())})
+		}
+	}()
+}
+
+// confirmLeader runs a heartbeat round for reads that found no lease, and
+// starts renewing one for the reads after them.
+func (n *Node) confirmLeader() error {
+	n.rounds.Add(1)
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return command.ErrNoLeader
+	}
+	n.renewLease()
+	return nil
+}

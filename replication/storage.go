@@ -1,0 +1,93 @@
+package replication
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/bfserver/bfserver/command"
+)
+
+// Storage faults. A node whose disk fails (full, or returning errors)
+// stays up: while the Raft log or the image cannot be written it refuses
+// writes with a storage error (MISCONF on the wire, as Redis answers while
+// its AOF cannot be written), keeps answering reads, reports not-ready,
+// and logs the cause once. The image writer keeps what it could not write
+// (keyspace.Cut.Restore) and retries every second; a leader whose log
+// failed proposes an empty entry every second. The first write that works
+// clears the fault.
+
+// fault is what failed to write.
+type fault int
+
+const (
+	faultLog   fault = iota // the Raft log (raft.db)
+	faultImage              // the Pebble image
+	numFaults
+)
+
+var faultNames = [numFaults]string{"the Raft log", "the image"}
+
+// diskHealth is the node's record of storage faults.
+type diskHealth struct {
+	log     *slog.Logger
+	mu      sync.Mutex
+	faults  [numFaults]error
+	current atomic.Pointer[command.StorageError] // nil while every write works
+}
+
+// report records how a write of kind went: an error starts (or continues)
+// a fault, nil ends it. It logs each fault once when it starts and once
+// when it clears.
+func (d *diskHealth) report(kind fault, err error) {
+	if err == nil && d.current.Load() == nil {
+		return // the common case: healthy, and still
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	was := d.faults[kind]
+	d.faults[kind] = err
+	switch {
+	case err != nil && was == nil:
+		d.log.Error("cannot write to disk: refusing writes until it works again", "what", faultNames[kind], "err", err)
+	case err == nil && was != nil:
+		d.log.Info("disk writes work again", "what", faultNames[kind])
+	}
+	var cur *command.StorageError
+	for k, e := range d.faults {
+		if e != nil {
+			cur = &command.StorageError{Cause: "writing " + faultNames[k] + ": " + cause(e)}
+			break
+		}
+	}
+	d.current.Store(cur)
+}
+
+// cause is an error's text, with a full disk named as Redis's strerror
+// would.
+func cause(err error) string {
+	if errors.Is(err, syscall.ENOSPC) {
+		return "No space left on device"
+	}
+	return err.Error()
+}
+
+// err is the current fault as the error writes are refused with, or nil.
+func (d *diskHealth) err() error {
+	if e := d.current.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// failing reports whether kind is failing now.
+func (d *diskHealth) failing(kind fault) bool {
+	if d.current.Load() == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.faults[kind] != nil
+}
