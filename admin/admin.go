@@ -29,8 +29,9 @@ type Sources struct {
 	State func() *keyspace.Keyspace
 	// Replication returns INFO replication's fields, if the node replicates.
 	Replication func() [][2]string
-	// Ready reports whether the node can serve (state loaded, leader known).
-	Ready func() bool
+	// Ready reports whether the node can serve (state loaded, leader known,
+	// its log applies and its disk takes writes), and why not.
+	Ready func() (bool, string)
 }
 
 // Handler returns the mux serving /metrics, /healthz and /readyz.
@@ -40,9 +41,11 @@ func Handler(src Sources) http.Handler {
 		io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if src.Ready != nil && !src.Ready() {
-			http.Error(w, "not ready: no leader known\n", http.StatusServiceUnavailable)
-			return
+		if src.Ready != nil {
+			if ok, why := src.Ready(); !ok {
+				http.Error(w, "not ready: "+why+"\n", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		io.WriteString(w, "ready\n")
 	})
@@ -130,17 +133,17 @@ func writeMetrics(w io.Writer, src Sources) {
 			info[f[0]] = f[1]
 		}
 		m.header("bfserver_raft_leader", "gauge", "1 if this node is the Raft leader.")
-		m.sample("bfserver_raft_leader", "", b2f(info["role"] == "leader"))
+		m.sample("bfserver_raft_leader", "", b2f(info["raft_role"] == "leader"))
 		m.header("bfserver_raft_role", "gauge", "This node's Raft role (1 for the current one).")
 		for _, role := range []string{"leader", "follower", "candidate", "shutdown"} {
-			m.sample("bfserver_raft_role", `role="`+role+`"`, b2f(info["role"] == role))
+			m.sample("bfserver_raft_role", `role="`+role+`"`, b2f(info["raft_role"] == role))
 		}
 		for _, f := range []struct{ key, name, help string }{
-			{"term", "bfserver_raft_term", "Current Raft term."},
+			{"raft_term", "bfserver_raft_term", "Current Raft term."},
 			{"commit_index", "bfserver_raft_commit_index", "Highest log index known committed."},
 			{"applied_index", "bfserver_raft_applied_index", "Highest log index applied to this node's state."},
 			{"last_log_index", "bfserver_raft_last_log_index", "Last index in this node's log."},
-			{"num_members", "bfserver_raft_members", "Voters in the cluster."},
+			{"raft_num_members", "bfserver_raft_members", "Voters in the cluster."},
 		} {
 			v, _ := strconv.ParseFloat(info[f.key], 64)
 			m.header(f.name, "gauge", f.help)

@@ -36,7 +36,10 @@ func FuzzCommandArgs(f *testing.F) {
 		if len(args) == 0 || len(args) > 64 {
 			return
 		}
-		srv := New(Options{Addr: "127.0.0.1:0"}, memstore.New())
+		srv, err := New(Options{Addr: "127.0.0.1:0"}, memstore.New())
+		if err != nil {
+			t.Fatal(err)
+		}
 		a, b := net.Pipe()
 		defer a.Close()
 		defer b.Close()

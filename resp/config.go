@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -8,11 +9,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
 // ModuleConfig holds RedisBloom's bf-*/cf-* settings: the defaults a node
-// resolves into commands before proposing them.
+// resolves into commands before proposing them. Its ranges are RedisBloom's
+// and the command package's (command.Validate), whether a value comes from
+// a flag, the environment, a config file or CONFIG SET.
 type ModuleConfig struct {
 	// BFErrorRate is bf-error-rate. Default 0.01; (0, 1), capped at 0.25.
 	BFErrorRate float64
@@ -20,7 +24,7 @@ type ModuleConfig struct {
 	BFInitialSize int64
 	// BFExpansion is bf-expansion-factor. Default 2; [0, 32768], 0 = non-scaling.
 	BFExpansion int64
-	// CFBucketSize is cf-bucket-size. Default 2; [1, 255].
+	// CFBucketSize is cf-bucket-size. Default 2; [1, min(255, cf-initial-size/2)].
 	CFBucketSize int64
 	// CFInitialSize is cf-initial-size. Default 1024; [2×bucket, 2^30].
 	CFInitialSize int64
@@ -32,12 +36,57 @@ type ModuleConfig struct {
 	CFMaxExpansions int64
 }
 
-const maxCapacity = 1 << 30
+const maxCapacity = command.MaxCapacity
 
 // DefaultModuleConfig is RedisBloom's defaults.
 func DefaultModuleConfig() ModuleConfig {
 	return ModuleConfig{BFErrorRate: 0.01, BFInitialSize: 100, BFExpansion: 2, CFBucketSize: 2,
 		CFInitialSize: 1024, CFMaxIterations: 20, CFExpansion: 1, CFMaxExpansions: 32}
+}
+
+// ModuleSettings are the names Set takes, in CONFIG GET's order.
+func ModuleSettings() []string {
+	names := make([]string, len(moduleParams))
+	for i, p := range moduleParams {
+		names[i] = p.name
+	}
+	return names
+}
+
+// Set changes one setting by its RedisBloom name, within its range; the
+// error is RedisBloom's text for CONFIG SET.
+func (m *ModuleConfig) Set(name, value string) error {
+	i := slices.IndexFunc(moduleParams, func(p configParam) bool { return p.name == name })
+	if i < 0 {
+		return fmt.Errorf("unknown setting %q", name)
+	}
+	if msg := moduleParams[i].set(m, value); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// Get is one setting's value as CONFIG GET shows it.
+func (m *ModuleConfig) Get(name string) string {
+	i := slices.IndexFunc(moduleParams, func(p configParam) bool { return p.name == name })
+	if i < 0 {
+		return ""
+	}
+	return moduleParams[i].get(m)
+}
+
+// Validate checks every setting against its range, as Set would.
+func (m *ModuleConfig) Validate() error {
+	check := DefaultModuleConfig()
+	// cf-bucket-size's bound depends on cf-initial-size, which comes after
+	// it and is checked against it in turn.
+	check.CFInitialSize = maxCapacity
+	for _, name := range ModuleSettings() {
+		if err := check.Set(name, m.Get(name)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // moduleState is the server's live copy of ModuleConfig, changed by CONFIG SET.
@@ -90,26 +139,26 @@ var moduleParams = []configParam{
 			if !(f > 0) || f >= 1 {
 				return "Value for `bf-error-rate` must be in the range (0.000000, 1.000000)"
 			}
-			m.BFErrorRate = math.Min(f, 0.25)
+			m.BFErrorRate = math.Min(f, command.MaxErrorRate)
 			return ""
 		},
 	},
 	intParam("bf-initial-size", func(m *ModuleConfig) *int64 { return &m.BFInitialSize }, constLo(1), maxCapacity),
-	intParam("bf-expansion-factor", func(m *ModuleConfig) *int64 { return &m.BFExpansion }, constLo(0), 32768),
+	intParam("bf-expansion-factor", func(m *ModuleConfig) *int64 { return &m.BFExpansion }, constLo(0), command.MaxExpansion),
 	{
 		name: "cf-bucket-size",
 		get:  func(m *ModuleConfig) string { return strconv.FormatInt(m.CFBucketSize, 10) },
 		set: func(m *ModuleConfig, v string) string {
 			// The upper bound is min(255, cf-initial-size/2), as RedisBloom 8 checks.
-			hi := min(255, m.CFInitialSize/2)
+			hi := min(command.MaxBucketSize, m.CFInitialSize/2)
 			return intParam("cf-bucket-size", func(m *ModuleConfig) *int64 { return &m.CFBucketSize }, constLo(1), hi).set(m, v)
 		},
 	},
 	intParam("cf-initial-size", func(m *ModuleConfig) *int64 { return &m.CFInitialSize },
 		func(m *ModuleConfig) int64 { return 2 * m.CFBucketSize }, maxCapacity),
-	intParam("cf-max-iterations", func(m *ModuleConfig) *int64 { return &m.CFMaxIterations }, constLo(1), 65535),
-	intParam("cf-expansion-factor", func(m *ModuleConfig) *int64 { return &m.CFExpansion }, constLo(0), 32768),
-	intParam("cf-max-expansions", func(m *ModuleConfig) *int64 { return &m.CFMaxExpansions }, constLo(1), 65536),
+	intParam("cf-max-iterations", func(m *ModuleConfig) *int64 { return &m.CFMaxIterations }, constLo(1), command.MaxIterations),
+	intParam("cf-expansion-factor", func(m *ModuleConfig) *int64 { return &m.CFExpansion }, constLo(0), command.MaxExpansion),
+	intParam("cf-max-expansions", func(m *ModuleConfig) *int64 { return &m.CFMaxExpansions }, constLo(1), command.MaxMaxExpansions),
 }
 
 // serverParams are answered for tools that probe them (redis-benchmark
@@ -118,7 +167,7 @@ var serverParams = map[string]string{
 	"save":        "",
 	"appendonly":  "no",
 	"databases":   "16",
-	"maxmemory":   "0",
+	"maxmemory":   "",
 	"port":        "",
 	"requirepass": "",
 	"maxclients":  "",
@@ -158,6 +207,8 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 			v = portOf(s.opts.Addr)
 		case "maxclients":
 			v = strconv.Itoa(s.opts.MaxClients)
+		case "maxmemory":
+			v = strconv.FormatUint(s.maxMemory.Load(), 10)
 		case "proto-max-bulk-len":
 			v = strconv.FormatInt(s.opts.Limits.MaxBulk, 10)
 		case "client-query-buffer-limit":
@@ -184,24 +235,43 @@ func portOf(addr string) string {
 
 // configSet applies name/value pairs atomically: all or nothing.
 func (s *Server) configSet(pairs [][]byte) string {
-	// read-consistency is the server's default for new connections.
+	stale, maxMem := -1, int64(-1)
+	rest := pairs[:0:0]
 	for i := 0; i+1 < len(pairs); i += 2 {
-		if strings.EqualFold(string(pairs[i]), "read-consistency") {
+		switch strings.ToLower(string(pairs[i])) {
+		case "read-consistency": // the server's default for new connections
 			switch strings.ToLower(string(pairs[i+1])) {
 			case "linearizable":
-				s.stale.Store(false)
+				stale = 0
 			case "stale":
-				s.stale.Store(true)
+				stale = 1
 			default:
 				return "ERR CONFIG SET failed (possibly related to argument 'read-consistency') - argument must be 'linearizable' or 'stale'"
 			}
-			pairs = append(pairs[:i:i], pairs[i+2:]...)
-			i -= 2
+		case "maxmemory":
+			v, err := ParseMemory(string(pairs[i+1]))
+			if err != nil || v > math.MaxInt64 {
+				return "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+			}
+			maxMem = int64(v)
+		default:
+			rest = append(rest, pairs[i], pairs[i+1])
 		}
 	}
-	if len(pairs) == 0 {
-		return ""
+	if msg := s.setModule(rest); msg != "" {
+		return msg
 	}
+	if stale >= 0 {
+		s.stale.Store(stale == 1)
+	}
+	if maxMem >= 0 {
+		s.maxMemory.Store(uint64(maxMem))
+	}
+	return ""
+}
+
+// setModule applies bf-*/cf-* pairs, all or none.
+func (s *Server) setModule(pairs [][]byte) string {
 	s.module.mu.Lock()
 	defer s.module.mu.Unlock()
 	m := &s.module.cfg

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -279,9 +278,11 @@ func cmdDiscard(s *session, a [][]byte) {
 	s.w.Simple("OK")
 }
 
-// cmdExec runs the queued commands as one unit: every keyspace command of
-// the transaction goes to the backend in a single Write, so they are
-// applied together at one point of the log.
+// cmdExec runs the queued commands as one unit: each takes the same
+// prepare step as outside MULTI, and every keyspace command of the
+// transaction goes to the backend in a single Write, so they are applied
+// together at one point of the log, on every node (reads included: their
+// results are the state at that point).
 func cmdExec(s *session, a [][]byte) {
 	if !s.multi {
 		s.w.Error("ERR EXEC without MULTI")
@@ -294,33 +295,23 @@ func cmdExec(s *session, a [][]byte) {
 		return
 	}
 	type item struct {
-		sp   *spec
-		args [][]byte
-		cmd  *command.Cmd
-		err  string
+		q   queued
+		cmd *command.Cmd
+		err string
 	}
 	items := make([]item, len(queue))
 	var cmds []*command.Cmd
 	anyWrite := false
-	for i, args := range queue {
-		sp := lookupSpec(args[0])
-		if sp.subs != nil && len(args) > 1 {
-			if sub := sp.subs[strings.ToLower(string(args[1]))]; sub != nil && sub.checkArity(len(args)) {
-				sp = sub
-			}
-		}
-		items[i] = item{sp: sp, args: args}
-		if sp.run != nil || sp.parse == nil {
+	for i, q := range queue {
+		items[i].q = q
+		if q.sp.run != nil {
 			continue
 		}
-		c, msg := sp.parse(s, args)
+		c, msg := s.prepare(q.sp, q.args)
 		if msg != "" {
 			items[i].err = msg
 			continue
 		}
-		c.DB = s.db
-		c.Now = s.srv.opts.Now().UnixMilli()
-		c.MaxBytes = s.srv.opts.MaxFilterBytes
 		pc := new(command.Cmd)
 		*pc = c
 		items[i].cmd = pc
@@ -330,9 +321,7 @@ func cmdExec(s *session, a [][]byte) {
 	var results []keyspace.Result
 	var err error
 	if anyWrite {
-		ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
-		results, err = s.srv.backend.Write(ctx, cmds)
-		cancel()
+		results, err = s.write(cmds)
 	} else if len(cmds) > 0 {
 		if err = s.readBarrier(); err == nil {
 			for _, c := range cmds {
@@ -347,17 +336,17 @@ func cmdExec(s *session, a [][]byte) {
 	s.w.Array(len(items))
 	j := 0
 	for _, it := range items {
+		from := len(s.w.buf)
 		switch {
 		case it.err != "":
 			s.w.Error(it.err)
 		case it.cmd != nil:
-			s.renderResult(it.sp, it.cmd, &results[j])
+			s.renderResult(it.q.sp, it.cmd, &results[j])
 			j++
-		case it.sp.run != nil:
-			it.sp.run(s, it.args)
 		default:
-			s.w.Error(unknownCommand(it.args))
+			it.q.sp.run(s, it.q.args)
 		}
+		s.account(it.q.sp, from)
 	}
 }
 
@@ -520,7 +509,7 @@ func (s *Server) infoText(sections [][]byte) string {
 	section("Memory", func() {
 		kv("used_memory", ms.HeapAlloc)
 		kv("used_memory_rss", ms.Sys)
-		kv("maxmemory", 0)
+		kv("maxmemory", s.maxMemory.Load())
 	})
 	section("Stats", func() {
 		kv("total_connections_received", s.stats.connections.Load())

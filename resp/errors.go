@@ -44,12 +44,13 @@ const (
 	msgCFBucketRange    = "BUCKETSIZE: value must be in the range [1, 255]"
 	msgCFExpansionParse = "Couldn't parse EXPANSION"
 	msgCFExpansionRange = "EXPANSION: value must be in the range [0, 32768]"
-	msgClusterDown      = "CLUSTERDOWN no leader is known; the cluster cannot serve this command now"
-	msgUnknownOutcome   = "TRYAGAIN the write may or may not have been applied: leadership changed before it was confirmed"
-	msgTimeout          = "TRYAGAIN timed out waiting for the cluster"
+	msgUnknownPrefix    = "TRYAGAIN the write may or may not have been applied: "
 )
 
-// wireErrors maps every keyspace error to the bytes Redis 8 sends.
+// wireErrors maps every error a command's result or a backend can carry
+// to the bytes the client gets: the keyspace's (exactly Redis 8's), then
+// the outcomes of submitting to a replicated log. TestWireErrors checks
+// that every keyspace.Errors() entry is here.
 var wireErrors = map[error]string{
 	keyspace.ErrNotFound:        "ERR not found",
 	keyspace.ErrWrongType:       msgWrongType,
@@ -74,20 +75,34 @@ var wireErrors = map[error]string{
 	keyspace.ErrBusyKey:         "BUSYKEY Target key name already exists.",
 	keyspace.ErrBadPayload:      "ERR DUMP payload version or checksum are wrong",
 	keyspace.ErrBadFormat:       "ERR Bad data format",
-	keyspace.ErrUnknownOp:       "ERR unknown operation in log entry",
+	keyspace.ErrInvalidCommand:  "ERR invalid command in the log: it was not applied",
+	keyspace.ErrLoading:         "LOADING Redis is loading the dataset in memory",
+
+	command.ErrNoLeader:       "CLUSTERDOWN no leader is known; the cluster cannot serve this command now",
+	command.ErrNotAccepted:    "CLUSTERDOWN the log did not accept the write in time; it was not applied",
+	command.ErrLeadershipLost: msgUnknownPrefix + command.ErrLeadershipLost.Error(),
+	command.ErrLogTimeout:     msgUnknownPrefix + command.ErrLogTimeout.Error(),
+	command.ErrConnLost:       msgUnknownPrefix + command.ErrConnLost.Error(),
+	command.ErrReadTimeout:    "TRYAGAIN " + command.ErrReadTimeout.Error(),
 }
 
 func wireError(err error) string {
 	if s, ok := wireErrors[err]; ok {
 		return s
 	}
+	var st *command.StorageError
+	var inv *command.InvalidError
 	switch {
-	case errors.Is(err, command.ErrNoLeader):
-		return msgClusterDown
-	case errors.Is(err, command.ErrUnknownOutcome):
-		return msgUnknownOutcome
-	case errors.Is(err, command.ErrTimeout):
-		return msgTimeout
+	case errors.As(err, &st):
+		// Redis: "MISCONF Errors writing to the AOF file: <strerror>".
+		return "MISCONF Errors writing to disk: " + sanitize(st.Cause, 512) + "; writes are refused until it works again"
+	case errors.As(err, &inv):
+		return "ERR " + sanitize(inv.Error(), 512)
 	}
-	return "ERR " + err.Error()
+	for e, s := range wireErrors {
+		if errors.Is(err, e) {
+			return s
+		}
+	}
+	return "ERR " + sanitize(err.Error(), 512)
 }

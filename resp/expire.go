@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"context"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
@@ -33,10 +32,8 @@ func (s *Server) expireLoop() {
 		if len(cmds) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
-		if _, err := s.backend.Write(ctx, cmds); err != nil {
+		if _, err := s.backend.Write(s.ctx, cmds); err != nil {
 			s.opts.Logger.Debug("active expiry", "err", err)
 		}
-		cancel()
 	}
 }

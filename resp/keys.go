@@ -155,7 +155,7 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (command.Cm
 			return command.Cmd{}, "ERR invalid expire time in '" + name + "' command"
 		}
 		ms := v * unit
-		now := s.srv.opts.Now().UnixMilli()
+		now := s.now.UnixMilli()
 		if !absolute {
 			if ms > math.MaxInt64-now {
 				return command.Cmd{}, "ERR invalid expire time in '" + name + "' command"
@@ -261,7 +261,7 @@ func parseRestore(s *session, args [][]byte) (command.Cmd, string) {
 		}
 	}
 	if ttl > 0 && !abs {
-		now := s.srv.opts.Now().UnixMilli()
+		now := s.now.UnixMilli()
 		if ttl > math.MaxInt64-now {
 			return command.Cmd{}, "ERR Invalid TTL value, must be >= 0"
 		}

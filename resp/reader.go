@@ -3,6 +3,9 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
+
+	"github.com/bfserver/bfserver/command"
 )
 
 // Limits bound what one client may send. Defaults follow Redis.
@@ -23,6 +26,23 @@ const (
 	preAuthMaxArgs = 10
 	preAuthMaxBulk = 16384
 )
+
+// validate fills the defaults and refuses limits past what a command may
+// carry into the log (command.MaxArgBytes, command.MaxItems).
+func (l *Limits) validate() error {
+	l.ensureDefaults()
+	switch {
+	case l.MaxBulk > command.MaxArgBytes:
+		return fmt.Errorf("proto-max-bulk-len %d over %d", l.MaxBulk, command.MaxArgBytes)
+	case l.MaxArgs > command.MaxItems:
+		return fmt.Errorf("proto-max-multibulk-len %d over %d", l.MaxArgs, command.MaxItems)
+	case l.MaxInline < 1024:
+		return fmt.Errorf("proto-inline-max-size %d under 1024", l.MaxInline)
+	case int64(l.MaxQueryBuffer) < l.MaxBulk:
+		return fmt.Errorf("client-query-buffer-limit %d under proto-max-bulk-len %d", l.MaxQueryBuffer, l.MaxBulk)
+	}
+	return nil
+}
 
 func (l *Limits) ensureDefaults() {
 	if l.MaxBulk <= 0 {

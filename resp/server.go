@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -29,27 +30,18 @@ type Backend interface {
 }
 
 // Cluster is implemented by backends that replicate; the server uses it for
-// INFO replication and the CLUSTER-style membership commands.
+// INFO replication and the operators' membership commands (BFCLUSTER).
+// Nodes speak to each other on their own port, not through this one.
 type Cluster interface {
 	// ReplicationInfo returns the INFO replication fields in order.
 	ReplicationInfo() [][2]string
-	// Join adds a voter; Remove removes one; Members lists them.
+	// Join adds a voter; Remove removes one; Members lists them as id,
+	// Raft address, RESP address.
 	Join(ctx context.Context, id, raftAddr, respAddr string) error
 	Remove(ctx context.Context, id string) error
 	Members() ([][3]string, error)
 	// IsLeader reports whether this node leads.
 	IsLeader() bool
-	// Forward proposes a batch a peer forwarded (on the leader) and returns
-	// its log index and encoded results.
-	Forward(ctx context.Context, batch []byte) (uint64, []byte, error)
-	// ReadIndex is the leader's confirmed commit index, for peers' reads.
-	ReadIndex(ctx context.Context) (uint64, error)
-	// Lease grants follower id a read lease (on the leader): its length
-	// (0: none now) and the read index the follower must reach first.
-	Lease(ctx context.Context, id string) (time.Duration, uint64, error)
-	// Committed is the leader's word to a follower holding a lease that
-	// entries up to index are committed.
-	Committed(index uint64) error
 }
 
 // Options configure a Server. Zero values take the documented defaults.
@@ -75,18 +67,21 @@ type Options struct {
 	// Module holds the bf-*/cf-* settings (CONFIG GET/SET). Default
 	// DefaultModuleConfig().
 	Module *ModuleConfig
-	// MaxFilterBytes caps one filter's bit and bucket arrays. Default 512 MiB.
+	// MaxFilterBytes caps one filter's bit and bucket arrays. Default 512 MiB;
+	// at most command.MaxFilterBytes.
 	MaxFilterBytes uint64
 	// MaxMemory caps the memory of all values together (maxmemory): write
 	// commands flagged deny-oom answer OOM once it is reached, and a
 	// RESERVE that would pass it is refused before it is proposed.
-	// Default 0: no cap.
+	// CONFIG SET maxmemory changes it. Default 0: no cap.
 	MaxMemory uint64
 	// Stale makes reads serve local state by default instead of
 	// linearizable reads. Default false.
 	Stale bool
-	// WriteTimeout bounds how long a write waits for the log. Default 10s.
-	WriteTimeout time.Duration
+	// ReadTimeout bounds how long a read waits to be made consistent (a
+	// read index, this node catching up). Writes wait as the backend
+	// decides. Default 10s.
+	ReadTimeout time.Duration
 	// TLS, if set, serves TLS instead of plain TCP.
 	TLS *tls.Config
 	// Logger receives connection-level events. Default slog.Default().
@@ -98,19 +93,25 @@ type Options struct {
 	ExpireInterval time.Duration
 }
 
-func (o *Options) ensureDefaults() {
+// Validate fills the defaults and refuses settings outside their ranges.
+func (o *Options) Validate() error {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:6379"
 	}
-	o.Limits.ensureDefaults()
+	if err := o.Limits.validate(); err != nil {
+		return err
+	}
 	if o.MaxClients <= 0 {
 		o.MaxClients = 10000
 	}
 	if o.MaxFilterBytes == 0 {
 		o.MaxFilterBytes = 512 << 20
 	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 10 * time.Second
+	if o.MaxFilterBytes > command.MaxFilterBytes {
+		return fmt.Errorf("max-filter-bytes %d over %d", o.MaxFilterBytes, uint64(command.MaxFilterBytes))
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -128,6 +129,12 @@ func (o *Options) ensureDefaults() {
 		m := DefaultModuleConfig()
 		o.Module = &m
 	}
+	for _, u := range o.Users {
+		if u.Name == "default" {
+			return errors.New("the default user is configured by requirepass")
+		}
+	}
+	return o.Module.Validate()
 }
 
 // Server accepts RESP connections.
@@ -140,8 +147,12 @@ type Server struct {
 	stale   atomic.Bool      // default read consistency of new connections
 	// inflight is what accepted RESERVEs will add once applied: the
 	// recount cannot see them yet.
-	inflight atomic.Int64
-	start    time.Time
+	inflight  atomic.Int64
+	maxMemory atomic.Uint64 // maxmemory, 0: none; CONFIG SET changes it
+	start     time.Time
+	// ctx ends at Close: writes waiting on the backend give up then.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	ln      net.Listener
 	stop    chan struct{}
@@ -157,10 +168,14 @@ type Server struct {
 	negatives atomic.Int64 // membership checks answered 0
 }
 
-// New creates a server; call Serve or ListenAndServe.
-func New(opts Options, b Backend) *Server {
-	opts.ensureDefaults()
+// New creates a server; call Serve. Options must Validate.
+func New(opts Options, b Backend) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.maxMemory.Store(opts.MaxMemory)
 	s.module.cfg = *opts.Module
 	s.users = map[string]*User{"default": defaultUser(opts.RequirePass)}
 	for _, u := range opts.Users {
@@ -170,7 +185,7 @@ func New(opts Options, b Backend) *Server {
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
 	}
-	return s
+	return s, nil
 }
 
 // Listen binds the RESP address.
@@ -222,6 +237,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	close(s.stop)
+	s.cancel()
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()

@@ -35,7 +35,7 @@ type session struct {
 	// MULTI state
 	multi bool
 	dirty bool
-	queue [][][]byte
+	queue []queued
 
 	// writes parsed but not yet sent to the backend, and where their
 	// replies go: they are flushed before any other reply is written.
@@ -149,37 +149,20 @@ func (s *session) loop() {
 }
 
 // dispatch runs one command. It is where Redis's checks happen, in Redis's
-// order: unknown command, authentication, arity, MULTI queueing.
+// order (resolve), then MULTI queueing: a command refused here flags an
+// open transaction, so its EXEC answers EXECABORT, as Redis's does.
 func (s *session) dispatch(args [][]byte) {
 	s.srv.stats.commands.Add(1)
-	sp := lookupSpec(args[0])
-	if sp == nil {
+	sp, msg := s.resolve(args)
+	if msg == "" && s.multi && !sp.noMulti && sp.denyOOM && s.overLimit() {
+		msg = msgOOM // Redis refuses deny-oom commands at queue time too
+	}
+	if msg != "" {
 		s.flushPending()
 		if s.multi {
 			s.dirty = true
 		}
-		s.w.Error(unknownCommand(args))
-		return
-	}
-	if !s.authed && !sp.noAuth {
-		s.flushPending()
-		s.w.Error(msgNoAuth)
-		return
-	}
-	if !sp.checkArity(len(args)) {
-		s.flushPending()
-		if s.multi {
-			s.dirty = true
-		}
-		s.w.Error(arityError(sp.name))
-		return
-	}
-	if !s.user.may(sp.name, sp.cats) && !sp.noAuth {
-		s.flushPending()
-		if s.multi {
-			s.dirty = true
-		}
-		s.w.Error(noPermission(s.user.Name, sp.name))
+		s.w.Error(msg)
 		return
 	}
 	if s.multi && !sp.noMulti {
@@ -187,34 +170,51 @@ func (s *session) dispatch(args [][]byte) {
 		for i, a := range args {
 			q[i] = slices.Clone(a)
 		}
-		s.queue = append(s.queue, q)
+		s.queue = append(s.queue, queued{sp, q})
 		s.w.Simple("QUEUED")
 		return
 	}
 	s.execute(sp, args)
 }
 
-// execute runs a command whose arity is known to be right.
-func (s *session) execute(sp *spec, args [][]byte) {
+// queued is a command waiting in MULTI, already resolved and allowed.
+type queued struct {
+	sp   *spec
+	args [][]byte
+}
+
+// resolve finds the command, or subcommand, args name, and checks that
+// this client may run it, in Redis's order: unknown command,
+// authentication, arity, unknown subcommand and its arity, then ACL.
+func (s *session) resolve(args [][]byte) (*spec, string) {
+	sp := lookupSpec(args[0])
+	if sp == nil {
+		return nil, unknownCommand(args)
+	}
+	if !s.authed && !sp.noAuth {
+		return nil, msgNoAuth
+	}
+	if !sp.checkArity(len(args)) {
+		return nil, arityError(sp.name)
+	}
 	if sp.subs != nil && len(args) > 1 {
 		sub := sp.subs[strings.ToLower(string(args[1]))]
 		if sub == nil {
-			s.flushPending()
-			s.w.Error("ERR unknown subcommand '" + sanitize(string(args[1]), 128) + "'. Try " + strings.ToUpper(sp.name) + " HELP.")
-			return
+			return nil, "ERR unknown subcommand '" + sanitize(string(args[1]), 128) + "'. Try " + strings.ToUpper(sp.name) + " HELP."
 		}
 		if !sub.checkArity(len(args)) {
-			s.flushPending()
-			s.w.Error(arityError(sp.name + "|" + sub.name))
-			return
-		}
-		if !s.user.may(sp.name+"|"+sub.name, sp.cats) {
-			s.flushPending()
-			s.w.Error(noPermission(s.user.Name, sp.name+"|"+sub.name))
-			return
+			return nil, arityError(sub.full)
 		}
 		sp = sub
 	}
+	if !sp.noAuth && !s.user.may(sp.full, sp.aclCats()) {
+		return nil, noPermission(s.user.Name, sp.full)
+	}
+	return sp, ""
+}
+
+// execute runs a resolved command.
+func (s *session) execute(sp *spec, args [][]byte) {
 	if sp.run != nil {
 		s.flushPending()
 		from := len(s.w.buf)
@@ -222,7 +222,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.account(sp, from)
 		return
 	}
-	c, errMsg := sp.parse(s, args)
+	c, errMsg := s.prepare(sp, args)
 	if errMsg != "" {
 		s.flushPending()
 		from := len(s.w.buf)
@@ -230,17 +230,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.account(sp, from)
 		return
 	}
-	c.DB = s.db
-	c.Now = s.now.UnixMilli()
 	if c.Op.IsWrite() {
-		if sp.denyOOM && s.overMemory(&c) {
-			s.flushPending()
-			from := len(s.w.buf)
-			s.w.Error(msgOOM)
-			s.account(sp, from)
-			return
-		}
-		c.MaxBytes = s.srv.opts.MaxFilterBytes
 		// The parser reuses its argument slice for the next command; a
 		// command that waits in the batch keeps its own copy of the list
 		// (the bytes themselves stay put until the batch is answered).
@@ -274,10 +264,41 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	s.account(sp, from)
 }
 
+// prepare turns a command's arguments into the typed command the keyspace
+// takes: parse (RedisBloom's checks, in its order); stamp the database and
+// the batch's clock, and for a write this node's per-filter byte cap;
+// check the log's contract (command.Validate); and for a deny-oom write
+// the memory limit. Every command that reaches the keyspace takes this one
+// path, alone, pipelined or in EXEC.
+func (s *session) prepare(sp *spec, args [][]byte) (command.Cmd, string) {
+	c, msg := sp.parse(s, args)
+	if msg != "" {
+		return c, msg
+	}
+	c.DB = s.db
+	c.Now = s.now.UnixMilli()
+	if c.Op.IsWrite() {
+		c.MaxBytes = s.srv.opts.MaxFilterBytes
+	}
+	if err := command.Validate(&c); err != nil {
+		return c, wireError(err)
+	}
+	if c.Op.IsWrite() && sp.denyOOM && s.overMemory(&c) {
+		return c, msgOOM
+	}
+	return c, ""
+}
+
+// overLimit reports whether the memory limit is reached.
+func (s *session) overLimit() bool {
+	limit := s.srv.maxMemory.Load()
+	return limit != 0 && s.srv.backend.State().Bytes()+uint64(max(0, s.srv.inflight.Load())) >= limit
+}
+
 // overMemory reports whether a deny-oom write must be refused: the total
 // cap is reached, or the filter a RESERVE creates would pass it.
 func (s *session) overMemory(c *command.Cmd) bool {
-	limit := s.srv.opts.MaxMemory
+	limit := s.srv.maxMemory.Load()
 	if limit == 0 {
 		return false
 	}
@@ -305,7 +326,7 @@ func (s *session) readBarrier() error {
 	if s.barrierDone || s.stale {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.opts.ReadTimeout)
 	defer cancel()
 	if err := s.srv.backend.Barrier(ctx, s.stale); err != nil {
 		return err
@@ -329,15 +350,7 @@ func (s *session) flushPending() {
 		return
 	}
 	cmds, specs := s.pending, s.pendSpec
-	if s.pendNeed != 0 {
-		// Applied (or failed) once Write returns, and then in the
-		// keyspace's total.
-		defer func(n int64) { s.srv.inflight.Add(-n) }(s.pendNeed)
-		s.pendNeed = 0
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.opts.WriteTimeout)
-	res, err := s.srv.backend.Write(ctx, cmds)
-	cancel()
+	res, err := s.write(cmds)
 	for i, c := range cmds {
 		from := len(s.w.buf)
 		if err != nil {
@@ -358,6 +371,17 @@ func (s *session) flushPending() {
 	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone = err == nil
+}
+
+// write sends commands to the backend as one unit. The RESERVEs among them
+// stop counting against the memory limit once it returns: applied (or
+// failed), they are in the keyspace's total.
+func (s *session) write(cmds []*command.Cmd) ([]keyspace.Result, error) {
+	if s.pendNeed != 0 {
+		defer func(n int64) { s.srv.inflight.Add(-n) }(s.pendNeed)
+		s.pendNeed = 0
+	}
+	return s.srv.backend.Write(s.srv.ctx, cmds)
 }
 
 // keptCommands bounds the arenas a session keeps between batches.

@@ -11,6 +11,8 @@ import (
 // spec describes one command: what COMMAND INFO reports and how it runs.
 type spec struct {
 	name     string // lower case, as Redis registers it
+	full     string // name, or parent|name for a subcommand (ACL, errors)
+	parent   *spec  // of a subcommand
 	arity    int    // Redis convention: n exact, -n at least n
 	flags    []string
 	first    int // key positions (COMMAND INFO, GETKEYS)
@@ -58,10 +60,22 @@ func initStats() {
 	for _, sp := range commands {
 		sp.stats = new(cmdStats)
 		sp.denyOOM = slices.Contains(sp.flags, "denyoom")
+		sp.full = sp.name
 		for _, sub := range sp.subs {
 			sub.stats = new(cmdStats)
+			sub.denyOOM = slices.Contains(sub.flags, "denyoom")
+			sub.full, sub.parent = sp.name+"|"+sub.name, sp
 		}
 	}
+}
+
+// aclCats are the categories ACL rules match a command by: a subcommand
+// without its own has its parent's.
+func (sp *spec) aclCats() []string {
+	if sp.cats == nil && sp.parent != nil {
+		return sp.parent.cats
+	}
+	return sp.cats
 }
 
 func lookupSpec(name []byte) *spec {

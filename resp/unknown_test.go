@@ -15,7 +15,7 @@ import (
 	"github.com/bfserver/bfserver/memstore"
 )
 
-// stalling answers its first write only with its context's end, as a log
+// stalling answers its first write with an unknown outcome, as a log
 // that cannot commit does, and keeps the commands: a replicated log may
 // still encode them after the client was told the outcome is unknown.
 type stalling struct {
@@ -32,8 +32,7 @@ func (s *stalling) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.R
 	}
 	s.mu.Unlock()
 	if first {
-		<-ctx.Done()
-		return nil, command.ErrUnknownOutcome
+		return nil, command.ErrLogTimeout // a log that could not commit it in time
 	}
 	return s.Store.Write(ctx, cmds)
 }
@@ -44,7 +43,10 @@ func (s *stalling) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.R
 // otherwise the log would carry a command the client never sent.
 func TestUnknownOutcomeKeepsCommands(t *testing.T) {
 	b := &stalling{Store: memstore.New()}
-	srv := New(Options{Addr: "127.0.0.1:0", WriteTimeout: 50 * time.Millisecond}, b)
+	srv, err := New(Options{Addr: "127.0.0.1:0"}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
