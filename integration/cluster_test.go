@@ -46,7 +46,7 @@ func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node
 	}
 	waitFor(t, 30*time.Second, "all members joined", func() bool {
 		for _, n := range nodes {
-			if replInfo(n)["num_members"] != fmt.Sprint(len(nodes)) {
+			if replInfo(n)["raft_num_members"] != fmt.Sprint(len(nodes)) {
 				return false
 			}
 		}
@@ -95,7 +95,7 @@ func leaderOf(t testing.TB, nodes []*node) *node {
 	var leader *node
 	waitFor(t, 30*time.Second, "a leader", func() bool {
 		for _, n := range nodes {
-			if replInfo(n)["role"] == "leader" {
+			if replInfo(n)["raft_role"] == "leader" {
 				leader = n
 				return true
 			}
@@ -600,7 +600,7 @@ func TestLeaseHolderKilled(t *testing.T) {
 	})
 	holder.launch()
 	waitFor(t, 30*time.Second, "the restarted follower to know the leader", func() bool {
-		return replInfo(holder)["leader_addr"] != ""
+		return replInfo(holder)["raft_leader_addr"] != ""
 	})
 	hc = holder.client(2)
 	for _, item := range a.snapshot()["fixed"] {

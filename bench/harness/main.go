@@ -413,7 +413,7 @@ func startCluster(args ...string) []*server {
 		nodes = append(nodes, startBF(append([]string{"--node-id", fmt.Sprintf("n%d", i), "--join", fmt.Sprintf("127.0.0.1:%d", first.port)}, args...)...))
 	}
 	for _, n := range nodes {
-		n.waitInfo("num_members:3\r\n")
+		n.waitInfo("raft_num_members:3\r\n")
 	}
 	return nodes
 }

@@ -1,13 +1,16 @@
 // Command bfserver serves RedisBloom-compatible Bloom and Cuckoo filters
-// over the Redis protocol. Flags may also be given as environment variables:
-// --max-filter-bytes is BFSERVER_MAX_FILTER_BYTES, and so on.
+// over the Redis protocol. Flags may also be given as environment variables
+// (--max-filter-bytes is BFSERVER_MAX_FILTER_BYTES) and as lines of a
+// --config file; see settings.go.
 package main
 
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,11 +18,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/bfserver/bfserver/admin"
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
@@ -32,6 +36,7 @@ type config struct {
 	nodeID         string
 	join           string
 	fsync          string
+	writeTimeout   time.Duration
 	flushInterval  time.Duration
 	snapThreshold  uint64
 	trailingLogs   uint64
@@ -46,27 +51,38 @@ type config struct {
 	tlsCluster     bool
 	users          userFlags
 	requirePass    string
-	maxClients     int
+	maxClients     int64
 	maxFilterBytes uint64
 	maxMemory      uint64
 	stale          bool
 	readLease      bool
 	followerLease  bool
 	logFormat      string
-	limits         resp.Limits
+	maxBulk        uint64
+	maxArgs        int64
+	maxInline      int64
+	maxQueryBuffer uint64
 	module         resp.ModuleConfig
+
+	set *settings
 }
 
+// parseFlags reads every setting, each checked against its range as it is
+// set; an error names the setting and where its value came from.
 func parseFlags(args []string) (*config, error) {
-	c := &config{module: resp.DefaultModuleConfig()}
-	fs := flag.NewFlagSet("bfserver", flag.ContinueOnError)
+	c := &config{module: resp.DefaultModuleConfig(), set: newSettings()}
+	fs := c.set.fs
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6379", "RESP listen address")
-	fs.StringVar(&c.raftAddr, "raft-addr", "", "Raft listen address (default: RESP port + 10000)")
+	fs.StringVar(&c.raftAddr, "raft-addr", "", "Raft and peer listen address (default: RESP port + 10000)")
 	fs.StringVar(&c.dataDir, "data-dir", "bfdata", "directory for the Raft log, snapshots and filter image")
 	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
-	fs.StringVar(&c.fsync, "fsync", "always", "log durability: always, everysec or no")
-	fs.DurationVar(&c.flushInterval, "flush-interval", 30*time.Second, "how often changed filter chunks are written to the image")
+	c.fsync = replication.FsyncAlways
+	fs.Var(choiceValue{&c.fsync, []string{replication.FsyncAlways, replication.FsyncEverySec, replication.FsyncNo}}, "fsync", "log durability: always, everysec or no")
+	c.writeTimeout = 10 * time.Second
+	fs.Var(durationValue{&c.writeTimeout}, "write-timeout", "how long a write may wait for the log without progress before its outcome is unknown (a write being applied waits for its result however long it runs)")
+	c.flushInterval = 30 * time.Second
+	fs.Var(durationValue{&c.flushInterval}, "flush-interval", "how often changed filter chunks are written to the image")
 	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
@@ -75,63 +91,53 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "serve RESP over TLS with this certificate (PEM)")
 	fs.StringVar(&c.tlsKey, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
 	fs.StringVar(&c.tlsCA, "tls-ca-cert-file", "", "CA that signs client and peer certificates (PEM)")
-	fs.StringVar(&c.tlsAuthClients, "tls-auth-clients", "yes", "require client certificates: yes, no or optional (needs --tls-ca-cert-file)")
-	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS for Raft and forwarded traffic; only nodes with a certificate from the CA may join")
+	c.tlsAuthClients = "yes"
+	fs.Var(choiceValue{&c.tlsAuthClients, []string{"yes", "no", "optional"}}, "tls-auth-clients", "require client certificates: yes, no or optional (needs --tls-ca-cert-file)")
+	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS on the Raft port (Raft and the peer protocol); only nodes with a certificate from the CA may join")
 	fs.BoolVar(&c.protected, "protected-mode", true, "with no password, refuse clients that are not on loopback")
 	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password +@read +@bloom" (repeatable)`)
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
-	fs.IntVar(&c.maxClients, "maxclients", 10000, "maximum connected clients")
-	fs.Uint64Var(&c.maxFilterBytes, "max-filter-bytes", 512<<20, "largest bit/bucket array one filter may hold")
-	fs.Uint64Var(&c.maxMemory, "maxmemory", 0, "total bytes all filters may hold; writes answer OOM beyond it (0: no cap)")
+	c.maxClients = 10000
+	fs.Var(rangeValue{&c.maxClients, 1, 1 << 20}, "maxclients", "maximum connected clients")
+	c.maxFilterBytes = 512 << 20
+	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold (units as Redis: 512mb, 1gb)")
+	fs.Var(memoryValue{&c.maxMemory}, "maxmemory", "total bytes all filters may hold; deny-oom writes answer OOM beyond it (0: no cap; units as Redis: 100mb)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
 	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
 	fs.BoolVar(&c.followerLease, "follower-read-lease", true, "followers serving linearizable reads hold leases and read locally; each write then waits for a round trip to those followers (false: a read-index request to the leader per read batch)")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-	fs.Int64Var(&c.limits.MaxBulk, "proto-max-bulk-len", 512<<20, "longest argument a client may send")
-	fs.Int64Var(&c.limits.MaxArgs, "proto-max-multibulk-len", 1<<20, "most arguments in one command")
-	fs.IntVar(&c.limits.MaxInline, "proto-inline-max-size", 64<<10, "longest inline command or length line")
-	fs.IntVar(&c.limits.MaxQueryBuffer, "client-query-buffer-limit", 1<<30, "most unparsed bytes buffered per client")
-	fs.Float64Var(&c.module.BFErrorRate, "bf-error-rate", c.module.BFErrorRate, "default error rate of auto-created Bloom filters")
-	fs.Int64Var(&c.module.BFInitialSize, "bf-initial-size", c.module.BFInitialSize, "default capacity of auto-created Bloom filters")
-	fs.Int64Var(&c.module.BFExpansion, "bf-expansion-factor", c.module.BFExpansion, "default Bloom expansion (0 = non-scaling)")
-	fs.Int64Var(&c.module.CFBucketSize, "cf-bucket-size", c.module.CFBucketSize, "default Cuckoo bucket size")
-	fs.Int64Var(&c.module.CFInitialSize, "cf-initial-size", c.module.CFInitialSize, "capacity of auto-created Cuckoo filters")
-	fs.Int64Var(&c.module.CFMaxIterations, "cf-max-iterations", c.module.CFMaxIterations, "default Cuckoo MAXITERATIONS")
-	fs.Int64Var(&c.module.CFExpansion, "cf-expansion-factor", c.module.CFExpansion, "default Cuckoo EXPANSION")
-	fs.Int64Var(&c.module.CFMaxExpansions, "cf-max-expansions", c.module.CFMaxExpansions, "sub-filters after which Cuckoo inserts are refused")
+	c.logFormat = "text"
+	fs.Var(choiceValue{&c.logFormat, []string{"text", "json"}}, "log-format", "log format: text or json")
+	c.maxBulk = 512 << 20
+	fs.Var(memoryValue{&c.maxBulk}, "proto-max-bulk-len", "longest argument a client may send")
+	c.maxArgs = command.MaxItems
+	fs.Var(rangeValue{&c.maxArgs, 1, command.MaxItems}, "proto-max-multibulk-len", "most arguments in one command")
+	c.maxInline = 64 << 10
+	fs.Var(rangeValue{&c.maxInline, 1024, 1 << 30}, "proto-inline-max-size", "longest inline command or length line")
+	c.maxQueryBuffer = 1 << 30
+	fs.Var(memoryValue{&c.maxQueryBuffer}, "client-query-buffer-limit", "most unparsed bytes buffered per client")
+	for _, name := range resp.ModuleSettings() {
+		fs.Var(moduleValue{&c.module, name}, name, "RedisBloom's "+name+" (CONFIG GET "+name+")")
+	}
 	fs.String("config", "", "a config file of `name value` lines (redis.conf style, flag names)")
-	// One source of truth, in rising precedence: defaults, the config
-	// file, BFSERVER_* environment variables, command-line flags.
-	if path := configPath(args); path != "" {
-		if err := loadConfigFile(fs, path); err != nil {
-			return nil, err
+	if err := c.set.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
 		}
-	}
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "BFSERVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("%s: %w", env, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if c.raftAddr == "" {
 		host, port, err := net.SplitHostPort(c.addr)
 		if err != nil {
-			return nil, err
+			return nil, c.set.blame(fmt.Errorf("addr: %w", err))
 		}
 		p, err := strconv.Atoi(port)
 		if err != nil {
-			return nil, fmt.Errorf("--addr port: %w", err)
+			return nil, c.set.blame(fmt.Errorf("addr port: %w", err))
 		}
 		c.raftAddr = net.JoinHostPort(host, strconv.Itoa(p+10000))
+	}
+	if c.maxQueryBuffer > 1<<40 || c.maxBulk > c.maxQueryBuffer {
+		return nil, c.set.blame(fmt.Errorf("proto-max-bulk-len %d must be at most client-query-buffer-limit %d", c.maxBulk, c.maxQueryBuffer))
 	}
 	return c, nil
 }
@@ -141,24 +147,24 @@ func parseFlags(args []string) (*config, error) {
 func tlsConfigs(c *config) (*tls.Config, *replication.TLS, error) {
 	if c.tlsCert == "" && c.tlsKey == "" {
 		if c.tlsCluster {
-			return nil, nil, fmt.Errorf("--tls-cluster needs --tls-cert-file, --tls-key-file and --tls-ca-cert-file")
+			return nil, nil, fmt.Errorf("tls-cluster needs tls-cert-file, tls-key-file and tls-ca-cert-file")
 		}
 		return nil, nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
 	}
 	server := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	var pool *x509.CertPool
 	if c.tlsCA != "" {
 		pem, err := os.ReadFile(c.tlsCA)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("tls-ca-cert-file: %w", err)
 		}
 		pool = x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("%s: no certificate", c.tlsCA)
+			return nil, nil, fmt.Errorf("tls-ca-cert-file: %s holds no certificate", c.tlsCA)
 		}
 		server.ClientCAs = pool
 		switch c.tlsAuthClients {
@@ -166,66 +172,18 @@ func tlsConfigs(c *config) (*tls.Config, *replication.TLS, error) {
 			server.ClientAuth = tls.RequireAndVerifyClientCert
 		case "optional":
 			server.ClientAuth = tls.VerifyClientCertIfGiven
-		case "no":
-		default:
-			return nil, nil, fmt.Errorf("--tls-auth-clients must be yes, no or optional")
 		}
 	}
 	if !c.tlsCluster {
 		return server, nil, nil
 	}
 	if pool == nil {
-		return nil, nil, fmt.Errorf("--tls-cluster needs --tls-ca-cert-file")
+		return nil, nil, fmt.Errorf("tls-cluster needs tls-ca-cert-file")
 	}
 	peerServer := server.Clone()
 	peerServer.ClientAuth = tls.RequireAndVerifyClientCert
 	peerClient := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return server, &replication.TLS{Server: peerServer, Client: peerClient}, nil
-}
-
-// configPath finds --config on the command line before the flags are
-// parsed, since the file must apply first.
-func configPath(args []string) string {
-	for i, a := range args {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name != "config" || !strings.HasPrefix(a, "-") {
-			continue
-		}
-		if hasVal {
-			return val
-		}
-		if i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
-// loadConfigFile applies "name value" lines; # starts a comment, and a
-// value may be double-quoted. Names are the flag names.
-func loadConfigFile(fs *flag.FlagSet, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, val, _ := strings.Cut(line, " ")
-		val = strings.TrimSpace(val)
-		if uq, err := strconv.Unquote(val); err == nil {
-			val = uq
-		}
-		if name == "config" || fs.Lookup(name) == nil {
-			return fmt.Errorf("%s:%d: unknown setting %q", path, i+1, name)
-		}
-		if err := fs.Set(name, val); err != nil {
-			return fmt.Errorf("%s:%d: %s: %w", path, i+1, name, err)
-		}
-	}
-	return nil
 }
 
 // userFlags collects repeated --user flags.
@@ -242,51 +200,79 @@ func (u *userFlags) Set(v string) error {
 	return nil
 }
 
-func main() {
-	c, err := parseFlags(os.Args[1:])
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the server's life: every start-up error is printed with its
+// source and ends it with status 1.
+func run(args []string, stdout, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "bfserver:", err)
+		return 1
+	}
+	c, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.set.usage(stdout)
+		return 0
+	}
 	if err != nil {
-		os.Exit(2)
+		return fail(err)
 	}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	var h slog.Handler = slog.NewTextHandler(stderr, nil)
 	if c.logFormat == "json" {
-		h = slog.NewJSONHandler(os.Stderr, nil)
+		h = slog.NewJSONHandler(stderr, nil)
 	}
-	log := slog.New(h)
+	logger := slog.New(h)
+	// Every log line goes through slog: the standard log package's too.
+	slog.SetDefault(logger)
+	routeLibraryLogs(logger)
 	if c.debugAddr != "" {
-		go func() { log.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
+		go func() { logger.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
 	}
 	serverTLS, clusterTLS, err := tlsConfigs(c)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bfserver:", err)
-		os.Exit(2)
+		return fail(c.set.blame(err))
+	}
+	srvOpts := resp.Options{
+		Addr: c.addr, RequirePass: c.requirePass, MaxClients: int(c.maxClients), ProtectedMode: c.protected,
+		Limits: resp.Limits{MaxBulk: int64(c.maxBulk), MaxArgs: c.maxArgs, MaxInline: int(c.maxInline), MaxQueryBuffer: int(c.maxQueryBuffer)},
+		Users:  c.users, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
+		Module: &c.module, Logger: logger,
+	}
+	if err := srvOpts.Validate(); err != nil {
+		return fail(c.set.blame(err))
 	}
 	var backend resp.Backend
 	var node *replication.Node
 	if c.inMemory {
 		backend = memstore.New()
 	} else {
-		var err error
-		node, err = replication.Open(replication.Options{
+		nodeOpts := replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RESPAddr: c.addr, DataDir: c.dataDir,
-			Join: c.join, Password: c.requirePass, Fsync: c.fsync, FlushInterval: c.flushInterval,
-			TLS:               clusterTLS,
-			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, MaxFilterBytes: c.maxFilterBytes, Logger: log,
+			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
+			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs,
+			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
 			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease,
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bfserver:", err)
-			os.Exit(1)
+		}
+		if c.join != "" {
+			nodeOpts.Joiner = &joiner{password: c.requirePass, tls: serverTLS, log: logger}
+		}
+		if err := nodeOpts.Validate(); err != nil {
+			return fail(c.set.blame(err))
+		}
+		if node, err = replication.Open(nodeOpts); err != nil {
+			return fail(fmt.Errorf("opening the node in %s: %w", c.dataDir, err))
 		}
 		backend = node
 	}
-	srv := resp.New(resp.Options{
-		Addr: c.addr, RequirePass: c.requirePass, MaxClients: c.maxClients, Limits: c.limits,
-		ProtectedMode: c.protected, Users: c.users, TLS: serverTLS,
-		MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale, Module: &c.module, Logger: log,
-	}, backend)
+	srv, err := resp.New(srvOpts, backend)
+	if err != nil {
+		return fail(c.set.blame(err))
+	}
 	if err := srv.Listen(); err != nil {
-		fmt.Fprintln(os.Stderr, "bfserver:", err)
-		os.Exit(1)
+		if node != nil {
+			node.Close()
+		}
+		return fail(c.set.blame(fmt.Errorf("addr: %w", err)))
 	}
 	if c.httpAddr != "" {
 		src := admin.Sources{Server: srv, State: backend.State}
@@ -295,27 +281,46 @@ func main() {
 		}
 		ln, err := net.Listen("tcp", c.httpAddr)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bfserver:", err)
-			os.Exit(1)
+			srv.Close()
+			if node != nil {
+				node.Close()
+			}
+			return fail(c.set.blame(fmt.Errorf("http-addr: %w", err)))
 		}
-		go func() { log.Error("http", "err", http.Serve(ln, admin.Handler(src))) }()
+		hs := &http.Server{Handler: admin.Handler(src), ErrorLog: slog.NewLogLogger(h, slog.LevelError)}
+		go func() { logger.Error("http", "err", hs.Serve(ln)) }()
 	}
-	log.Info("bfserver ready", "addr", srv.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "in_memory", c.inMemory)
+	logger.Info("bfserver ready", "addr", srv.Addr().String(), "raft", c.raftAddr, "data", c.dataDir, "in_memory", c.inMemory)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	var status atomic.Int32
+	var halted <-chan struct{}
+	if node != nil {
+		halted = node.Halted()
+	}
 	go func() {
-		s := <-sig
-		log.Info("shutting down", "signal", s.String())
+		select {
+		case s := <-sig:
+			logger.Info("shutting down", "signal", s.String())
+		case <-halted:
+			logger.Error("stopping: the node cannot apply its log", "err", node.HaltErr())
+			status.Store(1)
+		}
 		srv.Close()
 	}()
 	err = srv.Serve()
 	if node != nil {
 		if cerr := node.Close(); cerr != nil {
-			log.Error("closing the node", "err", cerr)
+			logger.Error("closing the node", "err", cerr)
+		}
+		if herr := node.HaltErr(); herr != nil {
+			fmt.Fprintln(stderr, "bfserver:", herr)
+			return 1
 		}
 	}
 	if err != nil {
-		log.Error("serve", "err", err)
-		os.Exit(1)
+		logger.Error("serve", "err", err)
+		return 1
 	}
+	return int(status.Load())
 }
