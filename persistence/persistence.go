@@ -38,6 +38,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/keyspace"
@@ -51,11 +52,17 @@ import (
 var (
 	// ErrCorrupt: a stored record or a snapshot stream does not decode.
 	ErrCorrupt = errors.New("persistence: corrupt image")
-	// ErrNoSpace: the filesystem lacks room for the write and its reserve.
-	ErrNoSpace = errors.New("no space left on device")
+	// ErrNoSpace: the filesystem lacks room for the write and its
+	// reserve. It is syscall.ENOSPC (errors.Is), as a full disk's is.
+	ErrNoSpace error = noSpace{}
 	// ErrStopped: Pebble met a fatal error; the store takes no more writes.
 	ErrStopped = errors.New("persistence: the image store stopped after a fatal error")
 )
+
+type noSpace struct{}
+
+func (noSpace) Error() string        { return "no space left on device" }
+func (noSpace) Is(target error) bool { return target == syscall.ENOSPC }
 
 // Options configure a Store.
 type Options struct {

@@ -110,6 +110,9 @@ type Options struct {
 	// Logger receives events; Raft's and Pebble's logs are routed through
 	// it. Default slog.Default().
 	Logger *slog.Logger
+
+	// wrapLog lets tests put a failing store in front of the Raft log.
+	wrapLog func(raft.LogStore) raft.LogStore
 }
 
 // Validate fills the defaults and refuses settings no node can run with.
@@ -336,7 +339,11 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
-	n.logged = newLoggedStore(n.logs, &n.disk)
+	var logs raft.LogStore = n.logs
+	if o.wrapLog != nil {
+		logs = o.wrapLog(logs)
+	}
+	n.logged = newLoggedStore(logs, &n.disk)
 	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, n.trans); err != nil {
 		return err
 	}
@@ -432,6 +439,7 @@ func (n *Node) background() {
 		case <-flush.C:
 			n.flush()
 		case <-tick.C:
+			n.checkLogSpace()
 			if n.opts.Fsync == FsyncEverySec {
 				n.disk.report(faultLog, n.logs.Sync())
 			}

@@ -2,7 +2,9 @@ package replication
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,10 +27,32 @@ type fault int
 const (
 	faultLog   fault = iota // the Raft log (raft.db)
 	faultImage              // the Pebble image
+	faultSpace              // room for the Raft log
 	numFaults
 )
 
-var faultNames = [numFaults]string{"the Raft log", "the image"}
+var faultNames = [numFaults]string{"the Raft log", "the image", "the Raft log"}
+
+// logReserve is the free space the Raft log's filesystem must keep: below
+// it the node refuses writes before the log fills, because Raft stops the
+// process when it cannot store its term (and an append that fails makes a
+// leader step down).
+const logReserve = 64 << 20
+
+// checkLogSpace reports whether the data directory's filesystem keeps the
+// log's reserve free.
+func (n *Node) checkLogSpace() {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.opts.DataDir, &st); err != nil {
+		return
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	var err error
+	if free < logReserve {
+		err = fmt.Errorf("%w: %d bytes free on its filesystem, under a reserve of %d", syscall.ENOSPC, free, logReserve)
+	}
+	n.disk.report(faultSpace, err)
+}
 
 // diskHealth is the node's record of storage faults.
 type diskHealth struct {
@@ -66,12 +90,17 @@ func (d *diskHealth) report(kind fault, err error) {
 }
 
 // cause is an error's text, with a full disk named as Redis's strerror
-// would.
+// names it.
 func cause(err error) string {
+	text := err.Error()
 	if errors.Is(err, syscall.ENOSPC) {
-		return "No space left on device"
+		const lower = "no space left on device"
+		if i := strings.Index(text, lower); i >= 0 {
+			return text[:i] + "No space left on device" + text[i+len(lower):]
+		}
+		return "No space left on device: " + text
 	}
-	return err.Error()
+	return text
 }
 
 // err is the current fault as the error writes are refused with, or nil.

@@ -40,6 +40,10 @@ type Cuckoo struct {
 	maxIterations uint16
 	expansion     uint16
 	filters       []*engine.CuckooTable
+	// nbytes is the sum of the sub-filters' sizes, kept as they come and
+	// go: a filter of many thousand sub-filters must not sum them on
+	// every growth.
+	nbytes uint64
 }
 
 // CuckooParams are the settings of a new Cuckoo filter (CF.RESERVE).
@@ -99,13 +103,7 @@ func (c *Cuckoo) subBuckets(i int) uint64 {
 	return lo
 }
 
-func (c *Cuckoo) bytes() uint64 {
-	var n uint64
-	for _, t := range c.filters {
-		n += uint64(len(t.Data))
-	}
-	return n
-}
+func (c *Cuckoo) bytes() uint64 { return c.nbytes }
 
 func (c *Cuckoo) grow(maxBytes uint64) bool {
 	nb := c.subBuckets(len(c.filters))
@@ -117,6 +115,7 @@ func (c *Cuckoo) grow(maxBytes uint64) bool {
 		return false
 	}
 	c.filters = append(c.filters, engine.NewCuckooTable(uint32(nb), uint8(c.bucketSize)))
+	c.nbytes += need
 	return true
 }
 
@@ -241,6 +240,7 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 		}
 	}
 	if ok && fi == len(c.filters)-1 {
+		c.nbytes -= uint64(len(t.Data))
 		c.filters[fi] = nil
 		c.filters = c.filters[:fi]
 	}
@@ -363,6 +363,7 @@ func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
 	for i := range c.filters {
 		c.filters[i] = engine.NewCuckooTable(uint32(c.subBuckets(i)), uint8(c.bucketSize))
 	}
+	c.nbytes = total
 	return c, nil
 }
 
