@@ -639,11 +639,11 @@ def area_memusage(r):
         r.do('BF.INFO' if rec['type'] == 'bf' else 'CF.INFO', key, recipe=rec['name'], type=rec['type'],
              note='Size %s' % d.get('Size'))
     r.section = 'other'
-    main.call('FLUSHALL')
+    r.do('FLUSHALL')
     for args in (['BF.RESERVE', 'k', '0.01', '100'], ['BF.ADD', 'kk', 'x'], ['CF.RESERVE', 'c', '1024'],
                  ['CF.ADD', 'cc', 'x'], ['SET', 's', 'v'], ['BF.ADD', 'a' * 40, 'x'],
                  ['BF.RESERVE', 'big', '0.001', '1000000']):
-        main.call(*args)
+        r.do(*args)
     for k in ('k', 'kk', 'c', 'cc', 's', 'a' * 40, 'big', 'nosuch'):
         r.do('MEMORY', 'USAGE', k)
     r.do('MEMORY', 'USAGE', 'k', 'SAMPLES', '5')
@@ -662,13 +662,11 @@ def area_memusage(r):
 
 
 def area_watch(r):
-    def flush():
-        r.silent('FLUSHALL', conn='b')
 
     def case(name, setup, watch, change, body=(('BF.ADD', 'k', 'fromexec'),), keys=('k',),
              a='a', b='b', exec_sleep=None):
         r.section = name
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         for cmd in setup:
             r.do(*cmd, conn=b)
         r.do('WATCH', *keys, conn=a) if watch else None
@@ -734,8 +732,9 @@ def area_watch(r):
         case(P('flushdb-missing'), [], True, [('FLUSHDB',)], a=a, b=b)
         case(P('set'), [], True, [('SET', 'k', 'v')], a=a, b=b)
         case(P('set-nx-refused'), [('SET', 'k', 'v')], True, [('SET', 'k', 'w', 'NX')], a=a, b=b)
-        r.silent('BF.ADD', 'src', 'x', conn=b)
-        payload = r.silent('DUMP', 'src', conn=b)
+        r.section = P('restore-setup')
+        r.do('BF.ADD', 'src', 'x', conn=b)
+        payload = r.do('DUMP', 'src', conn=b, volatile=True, note='the payload of the RESTOREs below')
         case(P('restore'), [], True, [('RESTORE', 'k', '0', payload)], a=a, b=b)
         case(P('restore-busykey'), [('BF.ADD', 'k', 'x')], True, [('RESTORE', 'k', '0', payload)], a=a, b=b)
         case(P('other-key'), bf, True, [('BF.ADD', 'other', 'x')], a=a, b=b)
@@ -753,20 +752,20 @@ def area_watch(r):
         case(P('empty-exec-body'), bf, True, [('BF.ADD', 'k', 'y')], body=(), a=a, b=b)
         # WATCH inside MULTI, EXEC after DISCARD, UNWATCH inside MULTI
         r.section = P('watch-inside-multi')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('MULTI', conn=a)
         r.do('WATCH', 'k', conn=a)
         r.do('BF.ADD', 'k', 'x', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('unwatch-inside-multi')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('WATCH', 'k', conn=a)
         r.do('MULTI', conn=a)
         r.do('UNWATCH', conn=a)
         r.do('BF.ADD', 'k', 'x', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('discard-unwatches')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('BF.ADD', 'k', 'x', conn=b)
         r.do('WATCH', 'k', conn=a)
         r.do('MULTI', conn=a)
@@ -778,7 +777,7 @@ def area_watch(r):
         r.do('BF.ADD', 'k', 'z', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('exec-unwatches')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('WATCH', 'k', conn=a)
         r.do('MULTI', conn=a)
         r.do('EXEC', conn=a)
@@ -787,7 +786,7 @@ def area_watch(r):
         r.do('BF.ADD', 'k', 'z', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('aborted-exec-unwatches')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('WATCH', 'k', conn=a)
         r.do('BF.ADD', 'k', 'y', conn=b)
         r.do('MULTI', conn=a)
@@ -797,14 +796,14 @@ def area_watch(r):
         r.do('BF.ADD', 'k', 'z', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('execabort-with-dirty-watch')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('WATCH', 'k', conn=a)
         r.do('BF.ADD', 'k', 'y', conn=b)
         r.do('MULTI', conn=a)
         r.do('BF.ADD', 'k', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('other-db-then-select')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('SELECT', '1', conn=a)
         r.do('BF.ADD', 'k', 'x', conn=a)
         r.do('WATCH', 'k', conn=a)
@@ -830,7 +829,7 @@ def area_watch(r):
         r.do('EXEC', conn=a)
         r.do('SELECT', '0', conn=a)
         r.section = P('flushdb-other-db')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('BF.ADD', 'k', 'x', conn=b)
         r.do('WATCH', 'k', conn=a)
         r.do('SELECT', '1', conn=b)
@@ -840,7 +839,7 @@ def area_watch(r):
         r.do('MULTI', conn=a)
         r.do('EXEC', conn=a)
         r.section = P('swapdb')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('BF.ADD', 'k', 'x', conn=b)
         r.do('WATCH', 'k', conn=a)
         r.do('SWAPDB', '0', '1', conn=b)
@@ -857,7 +856,7 @@ def area_watch(r):
         r.do('UNWATCH', 'x', conn=a)
         r.do('UNWATCH', conn=a)
         r.section = P('reset-unwatches')
-        flush()
+        r.do('FLUSHALL', conn=b, note='setup')
         r.do('BF.ADD', 'k', 'x', conn=b)
         r.do('WATCH', 'k', conn=a)
         r.do('RESET', conn=a)
@@ -893,7 +892,6 @@ HUGE = {'Q': [0, 1 << 32, 1 << 40, 1 << 56, (1 << 63), (1 << 64) - 1], 'I': [0, 
 
 
 def area_edge(r):
-    main = r.c('main')
     r.section = 'big-reserve'
     r.do('BF.RESERVE', 'bf', '0.000001', '300000000')
     r.do('BF.INFO', 'bf')
@@ -917,13 +915,13 @@ def area_edge(r):
 
     # --- BF headers
     r.section = 'bf-header'
-    main.call('FLUSHALL')
-    main.call('BF.RESERVE', 'src', '0.01', '10')
-    main.call('BF.ADD', 'src', 'x')
-    hdr = main.call('BF.SCANDUMP', 'src', '0')[1][1]
-    main.call('BF.RESERVE', 'src2', '0.01', '2', 'EXPANSION', '2')
-    main.call('BF.MADD', 'src2', 'a', 'b', 'c', 'd', 'e')
-    hdr2 = main.call('BF.SCANDUMP', 'src2', '0')[1][1]
+    r.do('FLUSHALL')
+    r.do('BF.RESERVE', 'src', '0.01', '10')
+    r.do('BF.ADD', 'src', 'x')
+    hdr = r.do('BF.SCANDUMP', 'src', '0')[1]
+    r.do('BF.RESERVE', 'src2', '0.01', '2', 'EXPANSION', '2')
+    r.do('BF.MADD', 'src2', 'a', 'b', 'c', 'd', 'e')
+    hdr2 = r.do('BF.SCANDUMP', 'src2', '0')[1]
     r.do('BF.SCANDUMP', 'src', '0', note='the valid header every mutation starts from')
     r.do('BF.SCANDUMP', 'src2', '0', note='a two-link header')
     n = [0]
@@ -963,7 +961,7 @@ def area_edge(r):
     tryload(bfhdr_set(hdr2, 20 + 53 + 16, 'Q', 1 << 40), 'two links, l1.size huge')
     # order: key state vs header
     r.section = 'bf-header-order'
-    main.call('SET', 'str', 'v')
+    r.do('SET', 'str', 'v')
     r.do('BF.LOADCHUNK', 'str', '1', hdr)
     r.do('BF.LOADCHUNK', 'str', '1', b'garbage')
     r.do('BF.LOADCHUNK', 'src', '1', hdr)
@@ -982,9 +980,9 @@ def area_edge(r):
 
     # --- CF headers
     r.section = 'cf-header'
-    main.call('CF.RESERVE', 'csrc', '8', 'BUCKETSIZE', '2')
-    main.call('CF.ADD', 'csrc', 'a')
-    chdr = main.call('CF.SCANDUMP', 'csrc', '0')[1][1]
+    r.do('CF.RESERVE', 'csrc', '8', 'BUCKETSIZE', '2')
+    r.do('CF.ADD', 'csrc', 'a')
+    chdr = r.do('CF.SCANDUMP', 'csrc', '0')[1]
     r.do('CF.SCANDUMP', 'csrc', '0', note='the valid header every mutation starts from')
     m = [0]
 
@@ -1045,9 +1043,9 @@ def area_edge(r):
     # a real 2-bucket filter, its header changed to one bucket
     for bs, exp, label in ((2, 1, 'bs2-exp1'), (1, 1, 'bs1-exp1'), (4, 0, 'bs4-exp0'), (2, 2, 'bs2-exp2')):
         src = 'ob-src-' + label
-        main.call('CF.RESERVE', src, str(2 * bs), 'BUCKETSIZE', str(bs), 'EXPANSION', str(exp))
-        main.call('CF.ADD', src, 'a')
-        d = main.call('CF.SCANDUMP', src, '0')[1]
+        r.do('CF.RESERVE', src, str(2 * bs), 'BUCKETSIZE', str(bs), 'EXPANSION', str(exp))
+        r.do('CF.ADD', src, 'a')
+        d = r.do('CF.SCANDUMP', src, '0')
         h1 = bfhdr_set(d[1], 8, 'Q', 1)
         r.do('CF.SCANDUMP', src, '0')
         key = 'ob-' + label
@@ -1080,9 +1078,9 @@ def area_edge(r):
                 break
             it = str(v[0])
     # the same header into a fresh key, then CF.INSERT directly (auto-grow path)
-    main.call('CF.RESERVE', 'ob2src', '4', 'BUCKETSIZE', '2')
-    main.call('CF.ADD', 'ob2src', 'a')
-    h1 = bfhdr_set(main.call('CF.SCANDUMP', 'ob2src', '0')[1][1], 8, 'Q', 1)
+    r.do('CF.RESERVE', 'ob2src', '4', 'BUCKETSIZE', '2')
+    r.do('CF.ADD', 'ob2src', 'a')
+    h1 = bfhdr_set(r.do('CF.SCANDUMP', 'ob2src', '0')[1], 8, 'Q', 1)
     r.do('CF.LOADCHUNK', 'ob2', '1', h1)
     r.do('CF.INSERT', 'ob2', 'ITEMS', *['x%d' % i for i in range(12)])
     r.do('CF.INFO', 'ob2')
