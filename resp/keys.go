@@ -43,7 +43,7 @@ func init() {
 	keyCmd("persist", 2, wrFast, catKeyW, 1, 1, 1, parseKeyOnly(command.Persist), renderInt)
 	keyCmd("ttl", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(false), renderInt)
 	keyCmd("pttl", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(true), renderInt)
-	keyCmd("keys", 2, rd, catKeyRS, 0, 0, 0, parseKeysPattern, renderList)
+	keyCmd("keys", 2, rd, []string{"@keyspace", "@read", "@slow", "@dangerous"}, 0, 0, 0, parseKeysPattern, renderList)
 	keyCmd("scan", -2, rd, catKeyRS, 0, 0, 0, parseScan, renderScan)
 	keyCmd("dbsize", 1, rdFast, catKeyR, 0, 0, 0, parseNoKey(command.DBSize), renderInt)
 	keyCmd("randomkey", 1, rd, catKeyRS, 0, 0, 0, parseNoKey(command.RandomKey), renderBulk)
@@ -52,7 +52,7 @@ func init() {
 	keyCmd("set", -3, []string{"write", "denyoom"}, []string{"@write", "@string", "@slow"}, 1, 1, 1, parseSet, renderSet)
 	keyCmd("get", 2, rdFast, []string{"@read", "@string", "@fast"}, 1, 1, 1, parseKeyOnly(command.Get), renderBulk)
 	keyCmd("dump", 2, rd, catKeyRS, 1, 1, 1, parseKeyOnly(command.Dump), renderBulk)
-	keyCmd("restore", -4, []string{"write", "denyoom"}, catKeyWS, 1, 1, 1, parseRestore, renderOK)
+	keyCmd("restore", -4, []string{"write", "denyoom"}, []string{"@keyspace", "@write", "@slow", "@dangerous"}, 1, 1, 1, parseRestore, renderOK)
 	keyCmd("bf.digest", 2, rdFast, []string{"@read", "@bloom"}, 1, 1, 1, parseKeyOnly(command.Digest), renderBulk)
 	register(&spec{name: "object", arity: -2, subs: map[string]*spec{
 		"encoding": {name: "encoding", arity: 3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
@@ -65,7 +65,7 @@ func init() {
 			debug.FreeOSMemory()
 			s.w.Simple("OK")
 		}},
-		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
+		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: []string{"@read", "@slow"},
 			parse: func(s *session, a [][]byte) (command.Cmd, string) {
 				return command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
 			}, render: renderMemUsage},

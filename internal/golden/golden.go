@@ -27,6 +27,17 @@ type Record struct {
 	SleepMS   int64    `json:"sleep_ms"`
 	Section   string   `json:"section"`
 	Seed      *int64   `json:"seed"`
+
+	// Fields of testdata/oracle (see its README.md).
+	Proto                int               `json:"proto"`
+	Conn                 string            `json:"conn"`
+	Closed               bool              `json:"closed"`
+	NoReply              bool              `json:"noreply"`
+	Recv                 bool              `json:"recv"`
+	Subset               bool              `json:"subset"`
+	SubcommandsUnordered bool              `json:"subcommands_unordered"`
+	Subst                map[string]string `json:"subst"`
+	Note                 string            `json:"note"`
 }
 
 // Argv decodes the command's arguments.
@@ -63,9 +74,18 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "golden")
 }
 
-// Load reads one .jsonl file of records.
-func Load(name string) ([]Record, error) {
-	f, err := os.Open(filepath.Join(Dir(), name))
+// OracleDir is testdata/oracle: captures of core and admin commands.
+func OracleDir() string { return filepath.Join(Dir(), "..", "oracle") }
+
+// Load reads one .jsonl file of records from Dir.
+func Load(name string) ([]Record, error) { return LoadFile(filepath.Join(Dir(), name)) }
+
+// LoadOracle reads one .jsonl file of records from OracleDir.
+func LoadOracle(name string) ([]Record, error) { return LoadFile(filepath.Join(OracleDir(), name)) }
+
+// LoadFile reads a .jsonl file of records.
+func LoadFile(path string) ([]Record, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}

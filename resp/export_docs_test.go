@@ -1,0 +1,8 @@
+package resp
+
+// Registered reports whether the command table has a command by full name
+// ("bf.add", "config|get").
+func Registered(full string) bool {
+	sp, _ := lookupFull([]byte(full))
+	return sp != nil
+}
