@@ -99,13 +99,6 @@ var ownDocs = map[string]*cmdDoc{
 	},
 }
 
-func init() {
-	for _, n := range []string{"bfraft.forward", "bfraft.readindex", "bfraft.lease", "bfraft.committed"} {
-		ownDocs[n] = &cmdDoc{summary: "Internal: a request between the nodes of a cluster",
-			since: "1.0.0", group: "cluster", complexity: "O(1)"}
-	}
-}
-
 // docOf is the DOCS entry of a command by full name.
 func docOf(full string, sp *spec) *cmdDoc {
 	if d := docTable[full]; d != nil {
