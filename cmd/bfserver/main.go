@@ -243,6 +243,9 @@ func (u *userFlags) Set(v string) error {
 }
 
 func main() {
+	if code, ok := subcommand(os.Args[1:], os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		os.Exit(2)
