@@ -55,6 +55,7 @@ type config struct {
 	logFormat      string
 	limits         resp.Limits
 	module         resp.ModuleConfig
+	metrics        metricsConfig
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -100,6 +101,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Int64Var(&c.module.CFExpansion, "cf-expansion-factor", c.module.CFExpansion, "default Cuckoo EXPANSION")
 	fs.Int64Var(&c.module.CFMaxExpansions, "cf-max-expansions", c.module.CFMaxExpansions, "sub-filters after which Cuckoo inserts are refused")
 	fs.String("config", "", "a config file of `name value` lines (redis.conf style, flag names)")
+	addMetricsFlags(fs, &c.metrics)
 	// One source of truth, in rising precedence: defaults, the config
 	// file, BFSERVER_* environment variables, command-line flags.
 	if path := configPath(args); path != "" {
@@ -293,6 +295,7 @@ func main() {
 	}
 	if c.httpAddr != "" {
 		src := admin.Sources{Server: srv, State: backend.State}
+		src.Filters = c.metrics.series()
 		if node != nil {
 			src.Replication, src.Ready = node.ReplicationInfo, node.Ready
 		}
