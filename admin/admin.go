@@ -104,6 +104,8 @@ func (m *writer) sample(name, labels string, v float64) {
 
 func writeMetrics(w io.Writer, src Sources) {
 	m := &writer{w: w, seen: map[string]bool{}}
+	m.header("bfserver_ready", "gauge", "1 while /readyz answers 200: the state is loaded and a leader is known.")
+	m.sample("bfserver_ready", "", b2f(src.Ready == nil || src.Ready()))
 	if s := src.Server; s != nil {
 		m.header("bfserver_connected_clients", "gauge", "Clients connected now.")
 		m.sample("bfserver_connected_clients", "", float64(s.Clients()))

@@ -71,6 +71,9 @@ func TestMetricsAndHealth(t *testing.T) {
 	if v := metricValue(t, after, `bfserver_commands_total{command="bf.madd"}`); v < 1 {
 		t.Fatalf("bf.madd counted %v times", v)
 	}
+	if v := metricValue(t, after, `bfserver_ready`); v != 1 {
+		t.Fatalf("ready = %v", v)
+	}
 	if v := metricValue(t, after, `bfserver_raft_leader`); v != 1 {
 		t.Fatalf("raft leader = %v", v)
 	}
