@@ -3,10 +3,14 @@
 // state is loaded and a leader is known).
 //
 // Per-filter series are computed at scrape time from each filter's own
-// counters (no scan of bit arrays), so a scrape costs O(keys).
+// counters (no scan of bit arrays), so a scrape costs O(keys). With a
+// filter per tenant the keys grow without bound, so per-filter series are
+// written only for the largest filters (FilterSeries); the aggregate
+// series by type count every filter.
 package admin
 
 import (
+	"container/heap"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 // Sources is what the endpoints report on. Fields left nil are skipped.
@@ -32,6 +37,8 @@ type Sources struct {
 	// Ready reports whether the node can serve (state loaded, leader known,
 	// its log applies and its disk takes writes), and why not.
 	Ready func() (bool, string)
+	// Filters bounds the per-filter series; nil is DefaultFilterSeries.
+	Filters *FilterSeries
 }
 
 // Handler returns the mux serving /metrics, /healthz and /readyz.
@@ -100,6 +107,12 @@ func (m *writer) sample(name, labels string, v float64) {
 
 func writeMetrics(w io.Writer, src Sources) {
 	m := &writer{w: w, seen: map[string]bool{}}
+	ready := true
+	if src.Ready != nil {
+		ready, _ = src.Ready()
+	}
+	m.header("bfserver_ready", "gauge", "1 while /readyz answers 200: the state is loaded, a leader is known, the log applies and the disk takes writes.")
+	m.sample("bfserver_ready", "", b2f(ready))
 	if s := src.Server; s != nil {
 		m.header("bfserver_connected_clients", "gauge", "Clients connected now.")
 		m.sample("bfserver_connected_clients", "", float64(s.Clients()))
@@ -151,7 +164,11 @@ func writeMetrics(w io.Writer, src Sources) {
 		}
 	}
 	if src.State != nil {
-		writeFilters(m, src.State())
+		fs := DefaultFilterSeries()
+		if src.Filters != nil {
+			fs = *src.Filters
+		}
+		writeFilters(m, src.State(), fs)
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -166,76 +183,197 @@ func b2f(v bool) float64 {
 	return 0
 }
 
-// filterStat is one filter's series.
-type filterStat struct {
-	db, key, typ                 string
-	capacity, items, bytes, fill float64
-	fpr                          float64
+// FilterSeries says which filters get series of their own, labelled by
+// key, and when a filter is worth rebuilding.
+type FilterSeries struct {
+	// Top is how many filters, the largest by bytes (ties by db, then key),
+	// get per-filter series. 0 exports none.
+	Top int
+	// All exports every filter; Top is then ignored.
+	All bool
+	// RebuildFactor: a filter whose estimated false-positive rate passes
+	// RebuildFactor × its target rate is recommended for a rebuild. 0 is
+	// DefaultRebuildFactor.
+	RebuildFactor float64
 }
 
-func writeFilters(m *writer, k *keyspace.Keyspace) {
-	var stats []filterStat
+// Defaults of FilterSeries.
+const (
+	DefaultTopFilters    = 100
+	DefaultRebuildFactor = 2
+)
+
+// DefaultFilterSeries is the top 100 filters, rebuild at twice the target.
+func DefaultFilterSeries() FilterSeries {
+	return FilterSeries{Top: DefaultTopFilters, RebuildFactor: DefaultRebuildFactor}
+}
+
+// filterStat is one filter's figures.
+type filterStat struct {
+	db           uint8
+	key, typ     string
+	capacity     float64 // items all links or sub-filters are sized for
+	initial      float64 // the capacity it was created with
+	items, bytes float64
+	fpr, target  float64
+	rebuild      bool
+	over         bool // holds at least its initial capacity
+}
+
+// bigger orders filters for the top N: more bytes first, then db, then key.
+func bigger(a, b *filterStat) bool {
+	if a.bytes != b.bytes {
+		return a.bytes > b.bytes
+	}
+	if a.db != b.db {
+		return a.db < b.db
+	}
+	return a.key < b.key
+}
+
+// smallest is a min-heap under bigger: its root is the first to drop.
+type smallest []*filterStat
+
+func (h smallest) Len() int           { return len(h) }
+func (h smallest) Less(i, j int) bool { return bigger(h[j], h[i]) }
+func (h smallest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *smallest) Push(x any)        { *h = append(*h, x.(*filterStat)) }
+func (h *smallest) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// typeTotals are the aggregate series of one filter type.
+type typeTotals struct {
+	count, bytes, items, over, rebuild float64
+}
+
+func writeFilters(m *writer, k *keyspace.Keyspace, opts FilterSeries) {
+	factor := opts.RebuildFactor
+	if !(factor > 0) {
+		factor = DefaultRebuildFactor
+	}
+	totals := map[string]*typeTotals{"bloom": {}, "cuckoo": {}}
+	var top smallest
 	for db := uint8(0); db < keyspace.NumDBs; db++ {
 		k.Range(db, func(key string, v *keyspace.Value) bool {
-			if fs, ok := describe(v); ok {
-				fs.db, fs.key = strconv.Itoa(int(db)), key
-				stats = append(stats, fs)
+			f, ok := describe(v, factor)
+			if !ok {
+				return true
+			}
+			f.db, f.key = db, key
+			t := totals[f.typ]
+			t.count++
+			t.bytes += f.bytes
+			t.items += f.items
+			t.over += b2f(f.over)
+			t.rebuild += b2f(f.rebuild)
+			switch {
+			case opts.All:
+				top = append(top, &f)
+			case opts.Top <= 0:
+			case len(top) < opts.Top:
+				heap.Push(&top, &f)
+			case bigger(&f, top[0]):
+				top[0] = &f
+				heap.Fix(&top, 0)
 			}
 			return true
 		})
 	}
-	sort.Slice(stats, func(i, j int) bool { return stats[i].db+stats[i].key < stats[j].db+stats[j].key })
+	aggregates := []struct {
+		name, help string
+		get        func(*typeTotals) float64
+	}{
+		{"bfserver_filters", "Filters, by type.", func(t *typeTotals) float64 { return t.count }},
+		{"bfserver_filters_bytes", "Bytes of all filters, by type.", func(t *typeTotals) float64 { return t.bytes }},
+		{"bfserver_filters_items", "Items in all filters, by type.", func(t *typeTotals) float64 { return t.items }},
+		{"bfserver_filters_over_capacity", "Filters holding at least the capacity they were created with (a Bloom chain's first link, a Cuckoo filter's first sub-filter): they grew, or refuse adds if they cannot.", func(t *typeTotals) float64 { return t.over }},
+		{"bfserver_filters_rebuild_recommended", "Filters whose estimated false-positive rate passes the rebuild factor times their target.", func(t *typeTotals) float64 { return t.rebuild }},
+	}
+	for _, a := range aggregates {
+		m.header(a.name, "gauge", a.help)
+		for _, typ := range []string{"bloom", "cuckoo"} {
+			m.sample(a.name, `type="`+typ+`"`, a.get(totals[typ]))
+		}
+	}
+	m.header("bfserver_filters_exported", "gauge", "Filters that have per-filter series in this scrape (see --metrics-filters).")
+	m.sample("bfserver_filters_exported", "", float64(len(top)))
+	m.header("bfserver_filter_rebuild_factor", "gauge", "A filter is recommended for a rebuild past this multiple of its target false-positive rate.")
+	m.sample("bfserver_filter_rebuild_factor", "", factor)
+	if len(top) == 0 {
+		return
+	}
+	sort.Slice(top, func(i, j int) bool {
+		if top[i].db != top[j].db {
+			return top[i].db < top[j].db
+		}
+		return top[i].key < top[j].key
+	})
 	series := []struct {
 		name, help string
-		get        func(filterStat) float64
+		get        func(*filterStat) float64
 	}{
-		{"bfserver_filter_capacity", "Items the filter is sized for (all links or sub-filters).", func(f filterStat) float64 { return f.capacity }},
-		{"bfserver_filter_items", "Items the filter holds.", func(f filterStat) float64 { return f.items }},
-		{"bfserver_filter_bytes", "Bytes of the filter's arrays and bookkeeping (INFO Size).", func(f filterStat) float64 { return f.bytes }},
-		{"bfserver_filter_fill_ratio", "Estimated fraction of bits (Bloom) or slots (Cuckoo) in use.", func(f filterStat) float64 { return f.fill }},
-		{"bfserver_filter_false_positive_rate", "Estimated current false-positive rate.", func(f filterStat) float64 { return f.fpr }},
+		{"bfserver_filter_capacity", "Items the filter is sized for (all links or sub-filters).", func(f *filterStat) float64 { return f.capacity }},
+		{"bfserver_filter_initial_capacity", "Items the filter was created for (its first link or sub-filter).", func(f *filterStat) float64 { return f.initial }},
+		{"bfserver_filter_items", "Items the filter holds.", func(f *filterStat) float64 { return f.items }},
+		{"bfserver_filter_bytes", "Bytes of the filter's arrays and bookkeeping (INFO Size).", func(f *filterStat) float64 { return f.bytes }},
+		{"bfserver_filter_fill_ratio", "Items over capacity.", func(f *filterStat) float64 { return safeDiv(f.items, f.capacity) }},
+		{"bfserver_filter_false_positive_rate", "Estimated current false-positive rate.", func(f *filterStat) float64 { return f.fpr }},
+		{"bfserver_filter_target_false_positive_rate", "The rate the filter was created for (Bloom: its error rate; Cuckoo: one full sub-filter's).", func(f *filterStat) float64 { return f.target }},
+		{"bfserver_filter_rebuild_recommended", "1 when the estimated false-positive rate passes the rebuild factor times the target.", func(f *filterStat) float64 { return b2f(f.rebuild) }},
 	}
 	for _, s := range series {
 		m.header(s.name, "gauge", s.help)
-		for _, f := range stats {
-			m.sample(s.name, `db="`+f.db+`",key="`+label(f.key)+`",type="`+f.typ+`"`, s.get(f))
+		for _, f := range top {
+			m.sample(s.name, `db="`+strconv.Itoa(int(f.db))+`",key="`+label(f.key)+`",type="`+f.typ+`"`, s.get(f))
 		}
 	}
 }
 
-// describe estimates a filter's fill and false-positive rate from its
-// parameters and item counts: a Bloom link of m bits, k hashes and n items
-// has (1−e^(−kn/m)) of its bits set and answers a stranger positive with
-// that to the k; a chain is positive if any link is. A Cuckoo lookup checks
-// 2·b slots, each holding a matching 8-bit fingerprint with probability
-// load/255.
-func describe(v *keyspace.Value) (filterStat, bool) {
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// describe estimates a filter's false-positive rate from its parameters
+// and item counts, without reading its bits. A Bloom link of m bits, k
+// hashes and n items has a fraction p = 1−e^(−kn/m) of its bits set and
+// answers a stranger positive with probability p^k; a chain is positive if
+// any link is: 1 − Π(1 − p_i^k). A Cuckoo lookup compares 2·b slots of
+// each sub-filter, each holding one of 255 8-bit fingerprints with
+// probability load; over f sub-filters at the filter's mean load that is
+// 1 − (1 − 1/255)^(2·b·load·f).
+func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
+	var f filterStat
 	switch v.Kind {
 	case keyspace.KindBloom:
-		f := filterStat{typ: "bloom", bytes: float64(v.Bloom.MemUsage())}
+		links := v.Bloom.Links()
+		f = filterStat{typ: "bloom", bytes: float64(v.Bloom.MemUsage()), target: v.Bloom.ErrorRate(),
+			initial: float64(links[0].Entries)}
 		pass := 1.0
-		var bits, set float64
-		for _, l := range v.Bloom.Links() {
+		for _, l := range links {
 			f.capacity += float64(l.Entries)
 			f.items += float64(l.Size())
 			k, mbits, n := float64(l.Hashes), float64(l.Bits), float64(l.Size())
-			frac := 1 - math.Exp(-k*n/mbits)
-			bits += mbits
-			set += frac * mbits
-			pass *= 1 - math.Pow(frac, k)
+			pass *= 1 - math.Pow(1-math.Exp(-k*n/mbits), k)
 		}
-		f.fill = set / bits
 		f.fpr = 1 - pass
-		return f, true
 	case keyspace.KindCuckoo:
 		i := v.Cuckoo.Info()
 		slots := float64(i.Slots)
-		f := filterStat{typ: "cuckoo", bytes: float64(i.Size), items: float64(i.NumItems), capacity: slots}
-		if slots > 0 {
-			f.fill = float64(i.NumItems) / slots
-		}
-		f.fpr = math.Min(1, 1-math.Pow(1-1.0/255, 2*float64(i.BucketSize)*f.fill*float64(i.NumFilters)))
-		return f, true
+		f = filterStat{typ: "cuckoo", bytes: float64(i.Size), items: float64(i.NumItems), capacity: slots,
+			initial: float64(i.NumBuckets) * float64(i.BucketSize), target: scalable.CuckooErrorRate(i.BucketSize)}
+		load := safeDiv(f.items, slots)
+		f.fpr = math.Min(1, 1-math.Pow(1-1.0/255, 2*float64(i.BucketSize)*load*float64(i.NumFilters)))
+	default:
+		return filterStat{}, false
 	}
-	return filterStat{}, false
+	f.over = f.initial > 0 && f.items >= f.initial
+	f.rebuild = f.fpr > factor*f.target
+	return f, true
 }

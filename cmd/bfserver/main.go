@@ -63,6 +63,7 @@ type config struct {
 	maxInline      int64
 	maxQueryBuffer uint64
 	module         resp.ModuleConfig
+	metrics        metricsConfig
 
 	set *settings
 }
@@ -119,6 +120,7 @@ func parseFlags(args []string) (*config, error) {
 		fs.Var(moduleValue{&c.module, name}, name, "RedisBloom's "+name+" (CONFIG GET "+name+")")
 	}
 	fs.String("config", "", "a config file of `name value` lines (redis.conf style, flag names)")
+	addMetricsFlags(fs, &c.metrics)
 	if err := c.set.parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -205,6 +207,9 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // run is the server's life: every start-up error is printed with its
 // source and ends it with status 1.
 func run(args []string, stdout, stderr io.Writer) int {
+	if code, ok := subcommand(args, stdout, stderr); ok {
+		return code
+	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "bfserver:", err)
 		return 1
@@ -276,6 +281,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.httpAddr != "" {
 		src := admin.Sources{Server: srv, State: backend.State}
+		src.Filters = c.metrics.series()
 		if node != nil {
 			src.Replication, src.Ready = node.ReplicationInfo, node.Ready
 		}

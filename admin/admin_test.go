@@ -1,0 +1,133 @@
+package admin
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/scalable"
+)
+
+func bloom(t *testing.T, capacity uint64, errRate float64, nonScaling bool, items int) *keyspace.Value {
+	t.Helper()
+	c, err := scalable.NewChain(capacity, errRate, 2, nonScaling, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range items {
+		if _, err := c.Add(fmt.Appendf(nil, "item-%d", i), 1<<30); err != nil && err != scalable.ErrNonScalingFull {
+			t.Fatal(err)
+		}
+	}
+	return &keyspace.Value{Kind: keyspace.KindBloom, Bloom: c}
+}
+
+func scrapeKeyspace(k *keyspace.Keyspace, fs *FilterSeries) string {
+	var b bytes.Buffer
+	writeMetrics(&b, Sources{State: func() *keyspace.Keyspace { return k }, Filters: fs})
+	return b.String()
+}
+
+var keyLabel = regexp.MustCompile(`(?m)^bfserver_filter_bytes\{db="(\d+)",key="([^"]*)"`)
+
+func exportedKeys(body string) []string {
+	var keys []string
+	for _, m := range keyLabel.FindAllStringSubmatch(body, -1) {
+		keys = append(keys, m[1]+"/"+m[2])
+	}
+	return keys
+}
+
+// TestTopFilters: by default only the 100 largest filters have series of
+// their own (ties by db, then key); All and Top 0 export all and none; the
+// aggregate series count every filter either way.
+func TestTopFilters(t *testing.T) {
+	k := keyspace.New()
+	for i := range 150 {
+		k.Put(uint8(i%3), fmt.Sprintf("tenant-%03d", i), bloom(t, 100, 0.01, false, 0))
+	}
+	k.Put(5, "big", bloom(t, 10000, 0.01, false, 0))
+	body := scrapeKeyspace(k, nil)
+	keys := exportedKeys(body)
+	if len(keys) != DefaultTopFilters || keys[len(keys)-1] != "5/big" {
+		t.Fatalf("%d filters exported, last %v", len(keys), keys[len(keys)-1])
+	}
+	// 99 of the 150 equal ones: db 0 first (50 of them), then db 1 (49).
+	if keys[0] != "0/tenant-000" || keys[49] != "0/tenant-147" || keys[98] != "1/tenant-145" {
+		t.Fatalf("ties not broken by db, then key: %v %v %v", keys[0], keys[49], keys[98])
+	}
+	if !strings.Contains(body, `bfserver_filters{type="bloom"} 151`) || !strings.Contains(body, "bfserver_filters_exported 100\n") {
+		t.Fatal("aggregates do not count every filter")
+	}
+	if n := len(exportedKeys(scrapeKeyspace(k, &FilterSeries{All: true}))); n != 151 {
+		t.Fatalf("All exported %d", n)
+	}
+	none := scrapeKeyspace(k, &FilterSeries{})
+	if n := len(exportedKeys(none)); n != 0 || strings.Contains(none, "bfserver_filter_items{") {
+		t.Fatalf("Top 0 exported %d", n)
+	}
+	if !strings.Contains(none, `bfserver_filters_bytes{type="bloom"}`) {
+		t.Fatal("no aggregates with Top 0")
+	}
+	if n := len(exportedKeys(scrapeKeyspace(k, &FilterSeries{Top: 3}))); n != 3 {
+		t.Fatalf("Top 3 exported %d", n)
+	}
+}
+
+// TestEstimates: a scaling chain filled far past its first link stays
+// below its error rate (each link halves it); a full non-scaling filter
+// reaches it; a Cuckoo filter spread over many sub-filters passes twice
+// its nominal rate and is recommended for a rebuild; counters that claim
+// more items than the links hold do too.
+func TestEstimates(t *testing.T) {
+	grown, _ := describe(bloom(t, 100, 0.01, false, 5000), 2)
+	if grown.target != 0.01 || grown.fpr >= 0.01 || grown.rebuild || !grown.over || grown.initial != 100 {
+		t.Fatalf("grown chain: %+v", grown)
+	}
+	full, _ := describe(bloom(t, 1000, 0.01, true, 1100), 2)
+	if math.Abs(full.fpr-0.01) > 0.001 || full.rebuild || !full.over {
+		t.Fatalf("full non-scaling: %+v", full)
+	}
+	if f, _ := describe(bloom(t, 1000, 0.01, true, 1100), 0.9); !f.rebuild {
+		t.Fatalf("full non-scaling at factor 0.9: %+v", f)
+	}
+	if f, _ := describe(bloom(t, 1000, 0.01, true, 500), 2); f.over || f.fpr > 0.001 {
+		t.Fatalf("half-full: %+v", f)
+	}
+	// A dump header whose link claims ten times its capacity.
+	v := bloom(t, 1000, 0.01, true, 0)
+	h := v.Bloom.Header()
+	claim := uint64(10000)
+	for i := range 8 {
+		h[i], h[20+16+i] = byte(claim>>(8*i)), byte(claim>>(8*i))
+	}
+	loaded, err := scalable.ParseChainHeader(h, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := describe(&keyspace.Value{Kind: keyspace.KindBloom, Bloom: loaded}, 2); !f.rebuild || f.fpr < 0.5 {
+		t.Fatalf("overfilled by its counters: %+v", f)
+	}
+
+	cf, err := scalable.NewCuckoo(scalable.CuckooParams{Capacity: 64, BucketSize: 2, MaxIterations: 20, Expansion: 1}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := &keyspace.Value{Kind: keyspace.KindCuckoo, Cuckoo: cf}
+	if f, _ := describe(cv, 2); f.fpr != 0 || f.rebuild || f.initial != 64 {
+		t.Fatalf("empty cuckoo: %+v", f)
+	}
+	for i := range 300 {
+		if r := cf.Insert(fmt.Appendf(nil, "c-%d", i), false, 1<<30); r != scalable.Inserted {
+			t.Fatalf("insert %d: %v", i, r)
+		}
+	}
+	f, _ := describe(cv, 2)
+	if math.Abs(f.target-0.0156) > 0.0001 || !f.rebuild || !f.over || f.fpr <= 2*f.target {
+		t.Fatalf("cuckoo over several sub-filters: %+v (%s)", f, cf.Debug())
+	}
+}
