@@ -41,11 +41,15 @@ type Joiner interface {
 type Options struct {
 	// NodeID names this member. Default: RaftAddr.
 	NodeID string
-	// RaftAddr is the address Raft and the peer protocol listen on and
-	// advertise. Required.
+	// RaftAddr is the address Raft and the peer protocol listen on.
+	// Required.
 	RaftAddr string
-	// RESPAddr is this node's client address, recorded in the log for INFO
-	// and for operators. Required.
+	// RaftAdvertise is the address peers reach this node's Raft port at,
+	// when it differs from RaftAddr (a node listening on 0.0.0.0, or
+	// behind a name). Default RaftAddr.
+	RaftAdvertise string
+	// RESPAddr is the client address this node advertises, recorded in the
+	// log for INFO (master_host, slaveN) and for operators. Required.
 	RESPAddr string
 	// DataDir holds the Raft log, snapshots and the Pebble image. Required.
 	DataDir string
@@ -125,6 +129,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeID == "" {
 		o.NodeID = o.RaftAddr
+	}
+	if o.RaftAdvertise == "" {
+		o.RaftAdvertise = o.RaftAddr
 	}
 	switch o.Fsync {
 	case "":
@@ -319,7 +326,7 @@ func (n *Node) startRaft() error {
 		return err
 	}
 	n.mux = newMux(ln, n.servePeer, n.log)
-	n.trans = raft.NewNetworkTransportWithLogger(&streamLayer{m: n.mux, dial: dialer(o.RaftAddr, o.TLS)}, 4, 10*time.Second, hl)
+	n.trans = raft.NewNetworkTransportWithLogger(&streamLayer{m: n.mux, dial: dialer(o.RaftAddr, o.TLS), advertise: o.RaftAdvertise}, 4, 10*time.Second, hl)
 	notify := make(chan bool, 16)
 	cfg := raft.DefaultConfig()
 	cfg.LocalID = raft.ServerID(o.NodeID)
@@ -468,7 +475,7 @@ func (n *Node) joinLoop() {
 	defer n.wg.Done()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := n.opts.Joiner.Join(ctx, n.opts.Join, n.opts.NodeID, n.opts.RaftAddr, n.opts.RESPAddr)
+		err := n.opts.Joiner.Join(ctx, n.opts.Join, n.opts.NodeID, n.opts.RaftAdvertise, n.opts.RESPAddr)
 		cancel()
 		if err == nil {
 			n.log.Info("joined the cluster", "via", n.opts.Join)

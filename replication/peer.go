@@ -158,11 +158,18 @@ func (m *mux) close() error {
 	return err
 }
 
-// streamLayer is Raft's side of the mux.
+// streamLayer is Raft's side of the mux. Its Addr is what Raft tells
+// peers: the advertised address.
 type streamLayer struct {
-	m    *mux
-	dial func(ctx context.Context, addr string, kind byte) (net.Conn, error)
+	m         *mux
+	dial      func(ctx context.Context, addr string, kind byte) (net.Conn, error)
+	advertise string
 }
+
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }
 
 func (s *streamLayer) Accept() (net.Conn, error) {
 	select {
@@ -174,7 +181,7 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 }
 
 func (s *streamLayer) Close() error   { return s.m.close() }
-func (s *streamLayer) Addr() net.Addr { return s.m.ln.Addr() }
+func (s *streamLayer) Addr() net.Addr { return advertised(s.advertise) }
 
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -32,6 +32,8 @@ import (
 type config struct {
 	addr           string
 	raftAddr       string
+	advertise      string
+	raftAdvertise  string
 	dataDir        string
 	nodeID         string
 	join           string
@@ -75,6 +77,8 @@ func parseFlags(args []string) (*config, error) {
 	fs := c.set.fs
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6379", "RESP listen address")
 	fs.StringVar(&c.raftAddr, "raft-addr", "", "Raft and peer listen address (default: RESP port + 10000)")
+	fs.StringVar(&c.advertise, "advertise-addr", "", "the RESP address clients and INFO are told for this node (default: --addr)")
+	fs.StringVar(&c.raftAdvertise, "raft-advertise-addr", "", "the Raft address peers reach this node at (default: --raft-addr)")
 	fs.StringVar(&c.dataDir, "data-dir", "bfdata", "directory for the Raft log, snapshots and filter image")
 	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
@@ -137,6 +141,9 @@ func parseFlags(args []string) (*config, error) {
 			return nil, c.set.blame(fmt.Errorf("addr port: %w", err))
 		}
 		c.raftAddr = net.JoinHostPort(host, strconv.Itoa(p+10000))
+	}
+	if c.advertise == "" {
+		c.advertise = c.addr
 	}
 	if c.maxQueryBuffer > 1<<40 || c.maxBulk > c.maxQueryBuffer {
 		return nil, c.set.blame(fmt.Errorf("proto-max-bulk-len %d must be at most client-query-buffer-limit %d", c.maxBulk, c.maxQueryBuffer))
@@ -252,7 +259,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		backend = memstore.New()
 	} else {
 		nodeOpts := replication.Options{
-			NodeID: c.nodeID, RaftAddr: c.raftAddr, RESPAddr: c.addr, DataDir: c.dataDir,
+			NodeID: c.nodeID, RaftAddr: c.raftAddr, RaftAdvertise: c.raftAdvertise, RESPAddr: c.advertise, DataDir: c.dataDir,
 			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
 			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
