@@ -21,6 +21,7 @@ import (
 
 	"github.com/bfserver/bfserver/admin"
 	"github.com/bfserver/bfserver/memstore"
+	"github.com/bfserver/bfserver/movein"
 	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -243,6 +244,9 @@ func (u *userFlags) Set(v string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "migrate" || os.Args[1] == "load") {
+		os.Exit(movein.Run(os.Args[1], os.Args[2:]))
+	}
 	c, err := parseFlags(os.Args[1:])
 	if err != nil {
 		os.Exit(2)
