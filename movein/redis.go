@@ -149,6 +149,7 @@ type info []infoField
 type infoField struct {
 	name  string
 	value int64
+	null  bool // a nil reply (BF.INFO's expansion of a NONSCALING filter)
 }
 
 func (in info) String() string {
@@ -157,7 +158,11 @@ func (in info) String() string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d", f.name, f.value)
+		if f.null {
+			fmt.Fprintf(&b, "%s=nil", f.name)
+		} else {
+			fmt.Fprintf(&b, "%s=%d", f.name, f.value)
+		}
 	}
 	return b.String()
 }
@@ -195,11 +200,14 @@ func parseInfo(v any) (info, error) {
 	in := make(info, 0, len(a)/2)
 	for i := 0; i < len(a); i += 2 {
 		name, _ := a[i].(string)
-		val, ok := a[i+1].(int64)
-		if !ok {
+		switch val := a[i+1].(type) {
+		case int64:
+			in = append(in, infoField{name: name, value: val})
+		case nil:
+			in = append(in, infoField{name: name, null: true})
+		default:
 			return nil, fmt.Errorf("unexpected INFO value %T for %q", a[i+1], name)
 		}
-		in = append(in, infoField{name, val})
 	}
 	return in, nil
 }
