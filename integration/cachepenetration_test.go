@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -129,6 +130,7 @@ func TestCachePenetration(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("load exited %d:\n%s", r.code, r.stderr)
 		}
+		t.Logf("%s", strings.TrimSpace(r.stdout))
 	}
 	rebuild("20000")
 	c := bf.dbClient(0)
@@ -312,6 +314,7 @@ func TestCachePenetration(t *testing.T) {
 			t.Errorf("search:products lacks %v", args[i+2])
 		}
 	}
+	noTempKeys(t, bf, 0)
 	if len(createdIDs) != creates {
 		t.Errorf("%d products created, want %d", len(createdIDs), creates)
 	}

@@ -134,10 +134,11 @@ func sample(format string, from, to, step int) []string {
 	return append(out, fmt.Sprintf(format, to-1))
 }
 
-// TestLoadStdin rebuilds a Bloom filter from stdin while a reader polls
-// it (never a 0 for an item the old filter held, never a half-built new
-// filter); a failing load leaves the key as it was; a Cuckoo filter loads
-// from a file with CRLF lines and blank lines.
+// TestLoadStdin rebuilds a Bloom filter from stdin, by each method, while
+// a reader polls it (never a 0 for an item the old filter held, never a
+// half-built new filter); a failing load leaves the key as it was; a
+// Cuckoo filter loads from a file with CRLF lines and blank lines, by each
+// method, to the same bytes.
 func TestLoadStdin(t *testing.T) {
 	n := start(t)
 	c := n.dbClient(0)
@@ -163,22 +164,40 @@ func TestLoadStdin(t *testing.T) {
 	if got := must(t, c, "BF.CARD", "k").(int64); got < 309000 || got > 310000 {
 		t.Errorf("BF.CARD after the rebuild: %d, want about 310000", got)
 	}
-	if !strings.Contains(r.stdout, "310000 items") {
+	if !strings.Contains(r.stdout, "310000 items") || !strings.Contains(r.stdout, "built here and sent as BF.LOADCHUNK") {
 		t.Errorf("stdout: %s", r.stdout)
 	}
 	noTempKeys(t, n, 0)
 
-	// A load that fails (a non-scaling filter too small) leaves k alone.
+	// --method madd sends the items instead (pipelined BF.MADD); the same
+	// watch holds.
+	w = watchSwap(t, c, "BF", "k", 500000, sample("old-%d", 0, 10000, 97), sample("new-%d", 0, 300000, 2999))
+	w.during.Store(true)
+	r = runTool(t, strings.NewReader(input),
+		loadArgs(n, "--key", "k", "--error-rate", "0.001", "--capacity", "500000", "--method", "madd", "--batch", "200", "--pipeline", "4")...)
+	w.during.Store(false)
+	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.MADD") {
+		t.Fatalf("madd rebuild exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	w.end(t, 400000, 500000)
+	if got := must(t, c, "BF.CARD", "k").(int64); got < 309000 || got > 310000 {
+		t.Errorf("BF.CARD after the madd rebuild: %d, want about 310000", got)
+	}
+
+	// A load that fails (a non-scaling filter too small) leaves k alone,
+	// by either method.
 	before := digestOf(t, c, "k")
-	r = runTool(t, strings.NewReader(lines("x-%d", 0, 5000)),
-		loadArgs(n, "--key", "k", "--error-rate", "0.01", "--capacity", "1000", "--nonscaling")...)
-	if r.code != 1 || !strings.Contains(r.stderr, "non scaling filter is full") || !strings.Contains(r.stderr, "the key is unchanged") {
-		t.Errorf("overfull load: exit %d, stderr:\n%s", r.code, r.stderr)
+	for _, m := range []string{"build", "madd"} {
+		r = runTool(t, strings.NewReader(lines("x-%d", 0, 5000)),
+			loadArgs(n, "--key", "k", "--error-rate", "0.01", "--capacity", "1000", "--nonscaling", "--method", m)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "non scaling filter is full") || !strings.Contains(r.stderr, "the key is unchanged") {
+			t.Errorf("overfull load (%s): exit %d, stderr:\n%s", m, r.code, r.stderr)
+		}
+		if digestOf(t, c, "k") != before {
+			t.Errorf("a failed load (%s) changed the key", m)
+		}
+		noTempKeys(t, n, 0)
 	}
-	if digestOf(t, c, "k") != before {
-		t.Error("a failed load changed the key")
-	}
-	noTempKeys(t, n, 0)
 
 	// A key of another type is refused.
 	must(t, c, "SET", "str", "v")
@@ -212,6 +231,16 @@ func TestLoadStdin(t *testing.T) {
 	}
 	if must(t, c, "CF.EXISTS", "cf", "c-1\r").(int64) != 0 {
 		t.Error("the CR was kept in the items")
+	}
+	// The filter built here is the one the server builds from the same
+	// items sent in order (one connection).
+	r = runTool(t, nil, loadArgs(n, "--key", "cf2", "--cuckoo", "--capacity", "60000", "--bucket-size", "4", "--file", file,
+		"--method", "madd", "--conns", "1")...)
+	if r.code != 0 {
+		t.Fatalf("cuckoo madd load exited %d:\n%s", r.code, r.stderr)
+	}
+	if string(dumpOf(t, c, "CF", "cf")) != string(dumpOf(t, c, "CF", "cf2")) {
+		t.Error("the Cuckoo filter built in process differs from the server's own build")
 	}
 }
 

@@ -10,7 +10,9 @@
 //
 // It exists so that adopting bfserver, rebuilding a filter from the system
 // of record, and leaving again are each one command. It is a client: it
-// talks to servers only over the Redis protocol (go-redis), never imports
-// the server's packages, and so works against any RedisBloom-compatible
-// server. docs/MIGRATING.md describes the procedures and their guarantees.
+// talks to servers only over the Redis protocol (go-redis), so it works
+// against any RedisBloom-compatible server. Of the server's packages it
+// uses only the pure filter layers (scalable, engine), to build a filter in
+// process whose dump is byte for byte RedisBloom's; docs/MIGRATING.md
+// describes the procedures and their guarantees.
 package movein
