@@ -155,7 +155,8 @@ func Migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		m.base += j.size
 		m.inProgress = 0
 		attrs := []any{"db", j.srcDB, "key", j.key, "type", j.kind.String(), "bytes", st.bytes,
-			"chunks", st.chunks, "attempts", st.attempts, "ms", time.Since(t0).Milliseconds()}
+			"chunks", st.chunks, "attempts", st.attempts, "ms", time.Since(t0).Milliseconds(),
+			"stream_ms", st.stream.Milliseconds(), "verify_ms", st.verify.Milliseconds()}
 		if j.dstDB != j.srcDB {
 			attrs = append(attrs, "target_db", j.dstDB)
 		}
@@ -386,6 +387,8 @@ type keyStats struct {
 	bytes    int64
 	chunks   int
 	attempts int
+	stream   time.Duration // SCANDUMP into LOADCHUNK
+	verify   time.Duration // both digests again
 }
 
 // copyKey copies one key and verifies it. Outcomes: "copied", "identical"
@@ -426,7 +429,10 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 		if err := dst.Del(ctx, tmp).Err(); err != nil {
 			return "", st, fmt.Errorf("target: DEL %s: %w", showKey(tmp), err)
 		}
+		t0 := time.Now()
 		before, err := m.stream(ctx, src, dst, j, tmp, &st)
+		ts := time.Since(t0)
+		st.stream += ts
 		if errors.Is(err, errGone) {
 			dst.Del(ctx, tmp)
 			return "gone", st, nil
@@ -443,6 +449,7 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 		wg.Go(func() { after, errAfter = dumpDigest(ctx, src, j.kind, j.key) })
 		wg.Go(func() { loaded, errCopy = dumpDigest(ctx, dst, j.kind, tmp) })
 		wg.Wait()
+		st.verify += time.Since(t0) - ts
 		if errors.Is(errAfter, errGone) {
 			dst.Del(ctx, tmp)
 			return "gone", st, nil
