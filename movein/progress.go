@@ -73,19 +73,22 @@ func newReporter(stderr io.Writer, o logOptions, unit string) (*reporter, error)
 		return nil, fmt.Errorf("--log-format must be text or json, not %q", o.format)
 	}
 	if useBar {
-		r.bar = progressbar.NewOptions64(-1,
+		opts := []progressbar.Option{
 			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionShowBytes(unit == "bytes"),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString(unit),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionThrottle(100 * time.Millisecond),
 			progressbar.OptionFullWidth(),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }),
-		)
+		}
+		if unit == "bytes" {
+			opts = append(opts, progressbar.OptionShowBytes(true))
+		} else {
+			opts = append(opts, progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
+		}
+		r.bar = progressbar.NewOptions64(-1, opts...)
 	}
 	return r, nil
 }
