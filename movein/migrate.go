@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,6 +96,13 @@ func Migrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bfserver migrate:", err)
 		return 2
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A few 16 MiB chunks are alive at a time (the one being copied, or
+		// one from each side while verifying, each also in go-redis's
+		// reader): ask the GC to keep the heap near that rather than let it
+		// double.
+		debug.SetMemoryLimit(64 << 20)
 	}
 	src, err := dial(*from, *caFile, *timeout)
 	if err != nil {
@@ -606,7 +615,7 @@ func (m *migrator) stream(ctx context.Context, src, dst *redis.Client, j job, tm
 	var n int64
 	var loadErr error
 	err = scanDump(ctx, src, j.kind, j.key, in, func(iter int64, data string) error {
-		h.Write([]byte(data))
+		h.Write(bytesOf(data))
 		if err := dst.Do(ctx, j.kind.cmd("LOADCHUNK"), tmp, iter, data).Err(); err != nil {
 			loadErr = fmt.Errorf("target: %s %s %d: %w", j.kind.cmd("LOADCHUNK"), showKey(tmp), iter, err)
 			return loadErr
