@@ -22,8 +22,9 @@ import (
 
 // TempSuffix is appended to a key's name for the temporary key that migrate
 // loads a filter into before it RENAMEs it over the key itself. Source keys
-// that end in it are never copied; target keys that end in it and match
-// --match are left-overs of an interrupted run and are deleted.
+// that end in it (or in load's LoadSuffix or ShipSuffix) are never copied;
+// target keys that end in it and match --match are left-overs of an
+// interrupted run and are deleted.
 const TempSuffix = ":bfmigrate-tmp"
 
 // job is one source key to copy.
@@ -291,8 +292,8 @@ func (m *migrator) list(ctx context.Context, pairs [][2]int) ([]job, error) {
 			}
 			var batch []job
 			for _, key := range keys {
-				if strings.HasSuffix(key, TempSuffix) {
-					continue
+				if strings.HasSuffix(key, TempSuffix) || strings.HasSuffix(key, LoadSuffix) || strings.HasSuffix(key, ShipSuffix) {
+					continue // another run's work in progress, not a filter of the application's
 				}
 				batch = append(batch, job{srcDB: p[0], dstDB: p[1], key: key, kind: k})
 			}

@@ -297,23 +297,51 @@ func (s *server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, p)
 }
 
-// addToFilter adds id to the live filter and, first, to the filter a
+// addToFilter adds ids to the live filter and, first, to the filter a
 // running `bfserver load` is building (KEY:bfload-tmp; NOCREATE, so nothing
-// is created when no rebuild runs). In that order, a create that the
-// rebuild's query did not see lands in the new filter or after the RENAME:
-// the rebuild RESERVEs its key before its query starts, so a create that
-// committed after the query's snapshot finds the key, unless the RENAME
-// came first, and then its BF.ADD goes to the new filter. One pipeline:
-// the server applies the two in order.
-func (s *server) addToFilter(ctx context.Context, id int64) error {
+// is created when no rebuild runs). In that order no create is lost by the
+// rebuild's RENAME: the key exists, complete, before the rebuild's last
+// query starts (load --method build runs the query a second time for this),
+// so a create that query did not see committed later and finds the key,
+// unless the RENAME came first, and then its BF.ADD goes to the new filter.
+// One pipeline: the server applies the two in order.
+func (s *server) addToFilter(ctx context.Context, ids ...int64) error {
+	items := make([]any, len(ids))
+	for i, id := range ids {
+		items[i] = id
+	}
 	pipe := s.rdb.Pipeline()
-	tmp := pipe.Do(ctx, "BF.INSERT", s.filter+":bfload-tmp", "NOCREATE", "ITEMS", id)
-	add := pipe.Do(ctx, "BF.ADD", s.filter, id)
+	tmp := pipe.Do(ctx, append([]any{"BF.INSERT", s.filter + ":bfload-tmp", "NOCREATE", "ITEMS"}, items...)...)
+	addCmd := []any{"BF.MADD", s.filter}
+	if len(ids) == 1 {
+		addCmd[0] = "BF.ADD" // the write path's one id
+	}
+	add := pipe.Do(ctx, append(addCmd, items...)...)
 	pipe.Exec(ctx)
 	if err := tmp.Err(); err != nil && !strings.Contains(err.Error(), "not found") {
 		return fmt.Errorf("BF.INSERT %s:bfload-tmp: %w", s.filter, err)
 	}
-	return add.Err()
+	if err := tmp.Err(); err == nil {
+		if err := itemErr(tmp); err != nil {
+			return fmt.Errorf("BF.INSERT %s:bfload-tmp: %w", s.filter, err)
+		}
+	}
+	if err := add.Err(); err != nil {
+		return fmt.Errorf("%s %s: %w", addCmd[0], s.filter, err)
+	}
+	return itemErr(add)
+}
+
+// itemErr is the first per-item error in a BF.MADD / BF.INSERT reply
+// (e.g. a full NONSCALING filter).
+func itemErr(c *redis.Cmd) error {
+	a, _ := c.Val().([]any)
+	for _, v := range a {
+		if err, ok := v.(error); ok {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *server) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -362,6 +390,7 @@ func (s *server) relayOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
 		var ids, products []int64
 		for rows.Next() {
 			var id, pid int64
@@ -382,13 +411,17 @@ func (s *server) relayOnce(ctx context.Context) (int, error) {
 		}
 		for _, key := range s.relayKeys { // other services' filters
 			args[1] = key
-			if err := s.relay.Do(ctx, args...).Err(); err != nil {
+			c := s.relay.Do(ctx, args...)
+			if err := c.Err(); err != nil {
+				return fmt.Errorf("BF.MADD %s: %w", key, err)
+			}
+			if err := itemErr(c); err != nil {
 				return fmt.Errorf("BF.MADD %s: %w", key, err)
 			}
 		}
-		args[1] = s.filter // ours, again: repairs a failed BF.ADD after commit
-		if err := s.rdb.Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("BF.MADD %s: %w", s.filter, err)
+		// Ours, again: repairs a create whose BF.ADD failed after its commit.
+		if err := s.addToFilter(ctx, products...); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, "UPDATE outbox SET sent_at = now() WHERE id = ANY($1)", ids); err != nil {
 			return err
