@@ -23,7 +23,7 @@ type filterKey struct {
 
 // populate fills a node with filters of every shape migrate must carry:
 // scaled Bloom chains, a two-chunk Bloom filter, grown and emptied Cuckoo
-// filters (whose dump cannot be read and is rebuilt from CF.INFO), TTLs,
+// filters (an empty one's dump cannot be read and is rebuilt from CF.INFO), TTLs,
 // an awkward key name, a second database; and plain strings that must stay
 // behind.
 func populate(t *testing.T, n *node) []filterKey {
@@ -63,8 +63,9 @@ func populate(t *testing.T, n *node) []filterKey {
 	for i := 0; i < 800; i += 3 {
 		must(t, c0, "CF.DEL", "cf:deleted", fmt.Sprintf("d-%d", i))
 	}
-	// Grown to several sub-filters, then emptied: CF.SCANDUMP answers
-	// [0, nil] for it, so migrate rebuilds its header from CF.INFO.
+	// Grown, then emptied (deletes compact it, keeping a delete count):
+	// CF.SCANDUMP answers [0, nil] for it, so migrate rebuilds its header
+	// from CF.INFO.
 	must(t, c0, "CF.RESERVE", "cf:emptied", "64", "EXPANSION", "1")
 	items(c0, "CF.INSERT", "cf:emptied", "e", 300)
 	for i := 0; i < 300; i++ {
