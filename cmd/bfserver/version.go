@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/bfserver/bfserver/movein"
 )
 
 // Set with -ldflags "-X main.version=… -X main.commit=… -X main.buildDate=…"
@@ -79,6 +81,8 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, handled bool
 		return 0, true
 	case "healthcheck":
 		return healthcheck(args[1:], stderr), true
+	case "migrate", "load":
+		return movein.Run(args[0], args[1:]), true
 	}
 	return 0, false
 }

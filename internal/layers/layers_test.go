@@ -28,6 +28,9 @@ var rules = []struct {
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
 	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "persistence"}, nil},
+	// A client of any RedisBloom-compatible server: it builds filters with
+	// the pure layers and talks to servers over RESP only.
+	{"movein", []string{"engine", "rdb", "scalable"}, nil},
 }
 
 func TestImportsPointDown(t *testing.T) {

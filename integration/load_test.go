@@ -1,0 +1,290 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// swapWatcher polls a filter while it is rebuilt: every item the old filter
+// held must answer 1 throughout, and once the key shows the new filter's
+// capacity, every sampled new item must answer 1 too (the new filter is
+// never visible half-built).
+type swapWatcher struct {
+	stop        atomic.Bool
+	during      atomic.Bool // set while the rebuild runs
+	wg          sync.WaitGroup
+	mu          sync.Mutex
+	violations  []string
+	polls       map[int64]int // polls per capacity seen
+	pollsDuring int
+}
+
+func watchSwap(t *testing.T, c *redis.Client, prefix, key string, newCap int64, old, added []string) *swapWatcher {
+	w := &swapWatcher{polls: map[int64]int{}}
+	args := []any{prefix + ".MEXISTS", key}
+	for _, s := range old {
+		args = append(args, s)
+	}
+	for _, s := range added {
+		args = append(args, s)
+	}
+	w.wg.Go(func() {
+		bg := context.Background()
+		for !w.stop.Load() {
+			capa, err := infoCapacity(bg, c, key)
+			if err != nil {
+				w.fail("INFO: %v", err)
+				return
+			}
+			v, err := c.Do(bg, args...).Int64Slice()
+			if err != nil {
+				w.fail("MEXISTS: %v", err)
+				return
+			}
+			w.mu.Lock()
+			w.polls[capa]++
+			if w.during.Load() {
+				w.pollsDuring++
+			}
+			w.mu.Unlock()
+			for i, s := range old {
+				if v[i] != 1 {
+					w.fail("old item %q answered 0 (capacity %d)", s, capa)
+				}
+			}
+			if capa == newCap {
+				for i, s := range added {
+					if v[len(old)+i] != 1 {
+						w.fail("the new filter is visible without %q", s)
+					}
+				}
+			}
+		}
+	})
+	return w
+}
+
+func (w *swapWatcher) fail(f string, a ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.violations) < 20 {
+		w.violations = append(w.violations, fmt.Sprintf(f, a...))
+	}
+}
+
+// end stops the reader and checks what it saw.
+func (w *swapWatcher) end(t *testing.T, oldCap, newCap int64) {
+	t.Helper()
+	w.stop.Store(true)
+	w.wg.Wait()
+	for _, v := range w.violations {
+		t.Error(v)
+	}
+	if w.polls[oldCap] == 0 || w.pollsDuring < 5 {
+		t.Errorf("the reader polled the old filter %d times, %d during the rebuild: it did not watch the rebuild", w.polls[oldCap], w.pollsDuring)
+	}
+	if len(w.polls) > 2 || (len(w.polls) == 2 && w.polls[newCap] == 0) {
+		t.Errorf("capacities seen: %v (want only %d then %d)", w.polls, oldCap, newCap)
+	}
+}
+
+// infoCapacity is BF.INFO key CAPACITY, or for a Cuckoo filter its CF.INFO
+// Size (CF.INFO has no single-field form).
+func infoCapacity(cx context.Context, c *redis.Client, key string) (int64, error) {
+	v, err := c.Do(cx, "BF.INFO", key, "CAPACITY").Result()
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case []any:
+		if n, ok := v[0].(int64); ok {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("BF.INFO CAPACITY: %v", v)
+}
+
+func loadArgs(n *node, extra ...string) []string {
+	return append([]string{"load", "--to", n.baseURL(), "--progress", "log", "--log-format", "json"}, extra...)
+}
+
+func lines(format string, from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, format+"\n", i)
+	}
+	return b.String()
+}
+
+func sample(format string, from, to, step int) []string {
+	var out []string
+	for i := from; i < to; i += step {
+		out = append(out, fmt.Sprintf(format, i))
+	}
+	return append(out, fmt.Sprintf(format, to-1))
+}
+
+// TestLoadStdin rebuilds a Bloom filter from stdin, by each method, while
+// a reader polls it (never a 0 for an item the old filter held, never a
+// half-built new filter); a failing load leaves the key as it was; a
+// Cuckoo filter loads from a file with CRLF lines and blank lines, by each
+// method, to the same bytes.
+func TestLoadStdin(t *testing.T) {
+	n := start(t)
+	c := n.dbClient(0)
+	r := runTool(t, strings.NewReader(lines("old-%d", 0, 10000)),
+		loadArgs(n, "--key", "k", "--error-rate", "0.01", "--capacity", "20000")...)
+	if r.code != 0 {
+		t.Fatalf("first load exited %d:\n%s", r.code, r.stderr)
+	}
+	if got := must(t, c, "BF.CARD", "k").(int64); got < 9900 || got > 10000 {
+		t.Fatalf("BF.CARD after the first load: %d", got)
+	}
+
+	w := watchSwap(t, c, "BF", "k", 400000, sample("old-%d", 0, 10000, 97), sample("new-%d", 0, 300000, 2999))
+	input := lines("old-%d", 0, 10000) + lines("new-%d", 0, 300000)
+	w.during.Store(true)
+	r = runTool(t, strings.NewReader(input),
+		loadArgs(n, "--key", "k", "--error-rate", "0.001", "--capacity", "400000", "--batch", "200", "--pipeline", "4")...)
+	w.during.Store(false)
+	if r.code != 0 {
+		t.Fatalf("rebuild exited %d:\n%s", r.code, r.stderr)
+	}
+	w.end(t, 20000, 400000)
+	if got := must(t, c, "BF.CARD", "k").(int64); got < 309000 || got > 310000 {
+		t.Errorf("BF.CARD after the rebuild: %d, want about 310000", got)
+	}
+	if !strings.Contains(r.stdout, "310000 items") || !strings.Contains(r.stdout, "built here and sent as BF.LOADCHUNK") {
+		t.Errorf("stdout: %s", r.stdout)
+	}
+	noTempKeys(t, n, 0)
+
+	// --method madd sends the items instead (pipelined BF.MADD); the same
+	// watch holds.
+	w = watchSwap(t, c, "BF", "k", 500000, sample("old-%d", 0, 10000, 97), sample("new-%d", 0, 300000, 2999))
+	w.during.Store(true)
+	r = runTool(t, strings.NewReader(input),
+		loadArgs(n, "--key", "k", "--error-rate", "0.001", "--capacity", "500000", "--method", "madd", "--batch", "200", "--pipeline", "4")...)
+	w.during.Store(false)
+	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.MADD") {
+		t.Fatalf("madd rebuild exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	w.end(t, 400000, 500000)
+	if got := must(t, c, "BF.CARD", "k").(int64); got < 309000 || got > 310000 {
+		t.Errorf("BF.CARD after the madd rebuild: %d, want about 310000", got)
+	}
+
+	// A load that fails (a non-scaling filter too small) leaves k alone,
+	// by either method.
+	before := digestOf(t, c, "k")
+	for _, m := range []string{"build", "madd"} {
+		r = runTool(t, strings.NewReader(lines("x-%d", 0, 5000)),
+			loadArgs(n, "--key", "k", "--error-rate", "0.01", "--capacity", "1000", "--nonscaling", "--method", m)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "non scaling filter is full") || !strings.Contains(r.stderr, "the key is unchanged") {
+			t.Errorf("overfull load (%s): exit %d, stderr:\n%s", m, r.code, r.stderr)
+		}
+		if digestOf(t, c, "k") != before {
+			t.Errorf("a failed load (%s) changed the key", m)
+		}
+		noTempKeys(t, n, 0)
+	}
+
+	// A key of another type is refused.
+	must(t, c, "SET", "str", "v")
+	r = runTool(t, strings.NewReader("a\n"), loadArgs(n, "--key", "str", "--error-rate", "0.01", "--capacity", "10")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "holds a string") || c.Get(ctx(t), "str").Val() != "v" {
+		t.Errorf("load over a string: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+
+	// Cuckoo, from a file: CRLF line ends are dropped, blank lines skipped.
+	file := filepath.Join(t.TempDir(), "items.txt")
+	text := strings.ReplaceAll(lines("c-%d", 0, 50000), "\n", "\r\n") + "\r\n\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runTool(t, nil, loadArgs(n, "--key", "cf", "--cuckoo", "--capacity", "60000", "--bucket-size", "4", "--file", file)...)
+	if r.code != 0 {
+		t.Fatalf("cuckoo load exited %d:\n%s", r.code, r.stderr)
+	}
+	in := fmt.Sprint(must(t, c, "CF.INFO", "cf"))
+	if !strings.Contains(in, "Number of items inserted 50000") || !strings.Contains(in, "Bucket size 4") {
+		t.Errorf("CF.INFO: %s", in)
+	}
+	args := []any{"CF.MEXISTS", "cf"}
+	for _, s := range sample("c-%d", 0, 50000, 499) {
+		args = append(args, s)
+	}
+	for i, v := range must(t, c, args...).([]any) {
+		if v.(int64) != 1 {
+			t.Errorf("CF.MEXISTS %s: 0", args[i+2])
+		}
+	}
+	if must(t, c, "CF.EXISTS", "cf", "c-1\r").(int64) != 0 {
+		t.Error("the CR was kept in the items")
+	}
+	// The filter built here is the one the server builds from the same
+	// items sent in order (one connection).
+	r = runTool(t, nil, loadArgs(n, "--key", "cf2", "--cuckoo", "--capacity", "60000", "--bucket-size", "4", "--file", file,
+		"--method", "madd", "--conns", "1")...)
+	if r.code != 0 {
+		t.Fatalf("cuckoo madd load exited %d:\n%s", r.code, r.stderr)
+	}
+	if string(dumpOf(t, c, "CF", "cf")) != string(dumpOf(t, c, "CF", "cf2")) {
+		t.Error("the Cuckoo filter built in process differs from the server's own build")
+	}
+}
+
+// TestLoadPostgres rebuilds a filter from a PostgreSQL query (rows
+// streamed, NULLs skipped) while a reader polls it; a query that fails
+// leaves the key as it was.
+func TestLoadPostgres(t *testing.T) {
+	pg := startPostgres(t)
+	db := pg.conn(t)
+	pg.exec(t, db, "CREATE TABLE items (id bigint)")
+	pg.exec(t, db, "INSERT INTO items SELECT g FROM generate_series(1, 200000) g")
+	pg.exec(t, db, "INSERT INTO items VALUES (NULL)")
+	n := start(t)
+	c := n.dbClient(0)
+	r := runTool(t, nil, loadArgs(n, "--key", "ids", "--error-rate", "0.01", "--capacity", "100000",
+		"--postgres", pg.dsn, "--query", "SELECT id FROM items WHERE id <= 100000")...)
+	if r.code != 0 {
+		t.Fatalf("first load exited %d:\n%s", r.code, r.stderr)
+	}
+
+	w := watchSwap(t, c, "BF", "ids", 250000, sample("%d", 1, 100001, 997), sample("%d", 100001, 200001, 997))
+	w.during.Store(true)
+	r = runTool(t, nil, loadArgs(n, "--key", "ids", "--error-rate", "0.001", "--capacity", "250000",
+		"--batch", "200", "--pipeline", "4", "--postgres", pg.dsn, "--query", "SELECT id FROM items")...)
+	w.during.Store(false)
+	if r.code != 0 {
+		t.Fatalf("rebuild exited %d:\n%s", r.code, r.stderr)
+	}
+	w.end(t, 100000, 250000)
+	if !strings.Contains(r.stdout, " 200000 items") {
+		t.Errorf("stdout (want 200000 items, the NULL skipped): %s", r.stdout)
+	}
+	if got := must(t, c, "BF.CARD", "ids").(int64); got < 199500 || got > 200000 {
+		t.Errorf("BF.CARD: %d", got)
+	}
+
+	before := digestOf(t, c, "ids")
+	r = runTool(t, nil, loadArgs(n, "--key", "ids", "--error-rate", "0.01", "--capacity", "10",
+		"--postgres", pg.dsn, "--query", "SELECT nope FROM items")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "nope") {
+		t.Errorf("bad query: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if digestOf(t, c, "ids") != before {
+		t.Error("a failed load changed the key")
+	}
+	noTempKeys(t, n, 0)
+}
