@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,12 +110,18 @@ func TestTLSClients(t *testing.T) {
 	}
 }
 
-// TestTLSClusterRejectsStrangers: three nodes talk mutual TLS; a node with
-// a certificate from another CA cannot join, and the cluster keeps three
-// members and serves writes through any of them.
+// TestTLSClusterRejectsStrangers: three nodes talk mutual TLS on their
+// Raft port, Raft and the nodes' own protocol alike: a write forwarded by
+// a follower and a follower's read-index request cross it; a node with a
+// certificate from another CA can neither join nor speak the protocol
+// (nor can a plain TCP client), and the cluster keeps three members and
+// serves writes through any of them.
 func TestTLSClusterRejectsStrangers(t *testing.T) {
 	p := newPKI(t, "cluster")
-	nodes := startClusterTLS(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, p, p.flags("--tls-cluster")...)
+	// Without follower leases, a follower's linearizable read asks the
+	// leader for a read index.
+	nodes := startClusterTLS(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, p, p.flags("--tls-cluster", "--follower-read-lease=false")...)
+	leader := leaderOf(t, nodes)
 	for _, n := range nodes {
 		c := p.client(n.addr)
 		if err := c.Do(ctx(t), "BF.ADD", "k", n.addr).Err(); err != nil {
@@ -122,7 +129,42 @@ func TestTLSClusterRejectsStrangers(t *testing.T) {
 		}
 		c.Close()
 	}
+	for _, f := range without(nodes, leader) {
+		c := p.client(f.addr)
+		for _, n := range nodes {
+			if v, err := c.Do(ctx(t), "BF.EXISTS", "k", n.addr).Bool(); err != nil || !v {
+				t.Fatalf("read on follower %s of the write through %s: %v %v", f.addr, n.addr, v, err)
+			}
+		}
+		c.Close()
+		if n, _ := strconv.Atoi(tlsReplInfo(t, p, f)["read_index_requests"]); n == 0 {
+			t.Fatalf("follower %s read without asking the leader for a read index", f.addr)
+		}
+	}
 	stranger := newPKI(t, "stranger")
+	// A peer request from a stranger's certificate, and from plain TCP, to
+	// the leader's Raft port: the connection ends without an answer.
+	frame := []byte{2, 2, 0, 0, 0, 0} // a peer connection, then a read-index request
+	for name, dial := range map[string]func() (net.Conn, error){
+		"another CA": func() (net.Conn, error) {
+			return tls.Dial("tcp", leader.raftAddr, &tls.Config{ServerName: "127.0.0.1", RootCAs: p.pool,
+				Certificates: []tls.Certificate{stranger.cert}, MinVersion: tls.VersionTLS12})
+		},
+		"plain TCP": func() (net.Conn, error) { return net.Dial("tcp", leader.raftAddr) },
+	} {
+		conn, err := dial()
+		if err != nil {
+			continue // refused at the handshake already
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write(frame)
+		if n, err := conn.Read(make([]byte, 64)); err == nil {
+			t.Fatalf("%s: the Raft port answered a peer request (%d bytes)", name, n)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("%s: the Raft port kept the connection open", name)
+		}
+		conn.Close()
+	}
 	s := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(),
 		args: stranger.flags("--tls-cluster", "--node-id", "stranger", "--join", nodes[0].addr)}
 	s.launch()
@@ -139,4 +181,21 @@ func TestTLSClusterRejectsStrangers(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // watching the membership for a while
 	}
+}
+
+// tlsReplInfo is replInfo over the cluster's TLS.
+func tlsReplInfo(t *testing.T, p *pki, n *node) map[string]string {
+	c := p.client(n.addr)
+	defer c.Close()
+	s, err := c.Info(ctx(t), "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
