@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
 // ln2 and ln2² exactly as RedisBloom writes them: sizing must round the same way.
@@ -278,6 +279,23 @@ func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 		i++
 	}
 }
+
+// LoadBytes fills the bit array at byte offset off from a stored image,
+// at memory speed: the filter must not be visible to anyone else yet (a
+// keyspace being loaded), so plain stores suffice. It records no change.
+// The caller has checked the range.
+func (b *Bloom) LoadBytes(src []byte, off uint64) {
+	if !littleEndian || len(b.words) == 0 {
+		b.WriteBytes(src, off)
+		return
+	}
+	// On a little-endian host byte i of the array is byte i%8 of word i/8
+	// in memory too.
+	all := unsafe.Slice((*byte)(unsafe.Pointer(&b.words[0])), len(b.words)*8)
+	copy(all[off:off+uint64(len(src))], src)
+}
+
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
 // WriteBytes overwrites the bit array at byte offset off (LOADCHUNK). The
 // caller has checked the range.

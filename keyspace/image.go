@@ -249,17 +249,28 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 		if int(c.Part) >= len(links) || off+uint64(len(c.Data)) > links[c.Part].BloomParams.Bytes {
 			return ErrCorruptImage
 		}
-		links[c.Part].WriteBytes(c.Data, off)
+		links[c.Part].LoadBytes(c.Data, off)
 		return nil
 	case KindCuckoo:
 		tables := v.Cuckoo.Tables()
 		if int(c.Part) >= len(tables) || off+uint64(len(c.Data)) > uint64(len(tables[c.Part].Data)) {
 			return ErrCorruptImage
 		}
-		tables[c.Part].Write(int(off), c.Data)
+		copy(tables[c.Part].Data[off:], c.Data) // not visible to readers yet; no change to record
 		return nil
 	}
 	return ErrCorruptImage
+}
+
+// EachArray calls fn for every bit or bucket array of every key, with its
+// size, so a loader can split the stored chunks between workers. Only for
+// a keyspace being loaded.
+func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uint64)) {
+	for i := range k.dbs {
+		for key, v := range k.dbs[i].keys {
+			eachPart(v, func(part uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { fn(uint8(i), key, part, size) })
+		}
+	}
 }
 
 // ForgetChanges drops recorded changes and dirty chunks after a load: the

@@ -49,6 +49,10 @@ type fsm struct {
 	// none is: a write waiting on a long entry knows the log is moving.
 	applying atomic.Int64
 	members  map[string]string // node id → RESP address; under mu
+	// voters are the voters of the latest membership applied (ids), kept
+	// in the image with the state: a restarting node learns from it whether
+	// it is the only voter before Raft starts. Under mu.
+	voters []string
 	dec      command.Decoder   // Apply's; its commands last until the next entry
 	// halt is why the state machine stopped, once it met an entry it
 	// cannot apply; halted is closed then.
@@ -64,7 +68,10 @@ type fsm struct {
 	onDisk   func(fault, error)       // told how each write to disk went
 }
 
-const membersKey = "members"
+const (
+	membersKey = "members"
+	votersKey  = "voters"
+)
 
 func newFSM(store *persistence.Store, log *slog.Logger) (*fsm, error) {
 	f := &fsm{store: store, log: log, advance: make(chan struct{}), members: map[string]string{}, halted: make(chan struct{})}
@@ -88,11 +95,20 @@ func (f *fsm) load() error {
 			return fmt.Errorf("stored members: %w", err)
 		}
 	}
+	var voters []string
+	if raw, err := f.store.Extra(votersKey); err != nil {
+		return err
+	} else if raw != nil {
+		if err := json.Unmarshal(raw, &voters); err != nil {
+			return fmt.Errorf("stored voters: %w", err)
+		}
+	}
 	ks.TrackChanges()
 	f.mu.Lock()
 	f.ks.Store(ks)
 	f.persisted = applied
 	f.members = members
+	f.voters = voters
 	f.mu.Unlock()
 	f.changed.Store(applied)
 	f.setApplied(applied)
@@ -237,6 +253,57 @@ func (f *fsm) stop(index uint64, cause error) {
 	})
 }
 
+// replayTail applies the entries after the image at start-up, before Raft
+// runs, when this node is the only voter (as of the image) and the tail
+// changes no membership: every entry a lone voter stored was committed
+// (one copy is a majority), so applying them now is what Raft would do
+// after electing it, only without waiting for the election. Raft's own
+// Apply then skips them. It reports whether the node may serve reads at
+// once: it is the only voter and holds everything committed.
+func (f *fsm) replayTail(logs raft.LogStore, self string) (bool, error) {
+	f.mu.Lock()
+	sole := len(f.voters) == 1 && f.voters[0] == self
+	f.mu.Unlock()
+	if !sole {
+		return false, nil
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return false, err
+	}
+	// Whatever was replayed is in the keyspace: Raft must not apply it again.
+	defer func() {
+		f.mu.Lock()
+		f.persisted = max(f.persisted, f.applied.Load())
+		f.mu.Unlock()
+	}()
+	first := f.applied.Load() + 1
+	entries := make([]*raft.Log, 0, min(last-first+1, 1024))
+	for i := first; i <= last; i++ {
+		l := new(raft.Log)
+		if err := logs.GetLog(i, l); err != nil {
+			return false, nil // a gap (a truncated log): leave it to Raft
+		}
+		if l.Type == raft.LogConfiguration {
+			return false, nil
+		}
+		entries = append(entries, l)
+		if len(entries) == cap(entries) || i == last {
+			for _, e := range entries {
+				f.Apply(e)
+				if f.halt.Load() != nil {
+					return false, nil
+				}
+				if e.Index > f.applied.Load() {
+					f.setApplied(e.Index) // an entry of Raft's own: nothing to apply
+				}
+			}
+			entries = entries[:0]
+		}
+	}
+	return true, nil
+}
+
 // StoreConfiguration implements raft.ConfigurationStore. Membership
 // entries carry no data for the keyspace, but they take log indexes that a
 // read may wait for, so applied must move past them too.
@@ -244,6 +311,15 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 	if f.onConfig != nil {
 		f.onConfig(c)
 	}
+	var voters []string
+	for _, s := range c.Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, string(s.ID))
+		}
+	}
+	f.mu.Lock()
+	f.voters = voters
+	f.mu.Unlock()
 	if f.halt.Load() == nil && index > f.applied.Load() {
 		f.setApplied(index)
 	}
@@ -290,8 +366,9 @@ func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 		return nil, nil, *err
 	}
 	members, _ := json.Marshal(f.members)
+	voters, _ := json.Marshal(f.voters)
 	cut := f.ks.Load().Cut()
-	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members})
+	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters})
 	if err != nil {
 		cut.Restore()
 		return nil, nil, f.report(faultImage, err)

@@ -232,6 +232,10 @@ type Node struct {
 	// to its Raft address.
 	voters  atomic.Int64
 	servers atomic.Pointer[map[string]string]
+	// soleStart: this node started as the only voter with its whole log
+	// applied, so it serves linearizable reads before its election (the
+	// only node that could have committed anything is itself).
+	soleStart atomic.Bool
 	// disk is the storage fault this node is in, if any (see storage.go).
 	disk diskHealth
 
@@ -345,6 +349,16 @@ func (n *Node) startRaft() error {
 	existing, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
 	if err != nil {
 		return err
+	}
+	// A lone voter need not wait for its own election to serve what it
+	// holds (fsm.replayTail).
+	sole, err := n.fsm.replayTail(n.logs, o.NodeID)
+	if err != nil {
+		return err
+	}
+	if sole {
+		n.voters.Store(1)
+		n.soleStart.Store(true)
 	}
 	var logs raft.LogStore = n.logs
 	if o.wrapLog != nil {
@@ -586,6 +600,9 @@ func (n *Node) configured(c raft.Configuration) {
 	}
 	n.voters.Store(v)
 	n.servers.Store(&servers)
+	if v != 1 {
+		n.soleStart.Store(false)
+	}
 }
 
 // raftAddrOf is a member's Raft address, or "".
