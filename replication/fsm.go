@@ -53,7 +53,7 @@ type fsm struct {
 	// in the image with the state: a restarting node learns from it whether
 	// it is the only voter before Raft starts. Under mu.
 	voters []string
-	dec      command.Decoder   // Apply's; its commands last until the next entry
+	dec    command.Decoder // Apply's; its commands last until the next entry
 	// halt is why the state machine stopped, once it met an entry it
 	// cannot apply; halted is closed then.
 	halt     atomic.Pointer[error]
