@@ -33,6 +33,10 @@ const (
 	// Membership: applied by the replication layer, not the keyspace.
 	SetMember Op = 19 // Key: node id, Data: its RESP address
 	DelMember Op = 20 // Key: node id
+	// Level 2.
+	ACLSetUser Op = 21 // ACL SETUSER (replicated users)
+	ACLDelUser Op = 22 // ACL DELUSER
+	Watch      Op = 23 // EXEC's check of its WATCHed keys, first in its entry
 )
 
 // Read operations: answered from local state, or inside EXEC.

@@ -24,6 +24,8 @@ var (
 	errHalted = errors.New("this node stopped at a log entry it cannot apply")
 	// errBadFrame: a peer message does not decode.
 	errBadFrame = errors.New("malformed peer message")
+	// errSnapshotRunning: a snapshot is already being taken.
+	errSnapshotRunning = errors.New("a snapshot is already in progress")
 )
 
 // peerErrors numbers the errors that cross the peer protocol, so that each

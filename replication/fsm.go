@@ -440,6 +440,34 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return f.load()
 }
 
+// reload writes the image and loads the keyspace back from it, with Apply
+// excluded throughout (DEBUG RELOAD): what a restart would load. The old
+// keyspace is let go first, so a node never holds two copies.
+func (f *fsm) reload() error {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	t, cut, err := f.cut()
+	if err != nil {
+		return err
+	}
+	if err := f.commit(t, cut); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.ks.Store(keyspace.NewLoading())
+	debug.FreeOSMemory()
+	ks, _, err := f.store.Load()
+	if err != nil {
+		f.mu.Unlock()
+		f.stop(f.applied.Load()+1, fmt.Errorf("reloading the image: %w", err))
+		return err
+	}
+	ks.TrackChanges()
+	f.ks.Store(ks)
+	f.mu.Unlock()
+	return nil
+}
+
 type snapshot struct {
 	f     *fsm
 	table *persistence.Table

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"crypto/sha1"
+	"errors"
 	"encoding/hex"
 	"net"
 	"sort"
@@ -76,6 +77,41 @@ func (n *Node) Members() ([][3]string, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out, nil
 }
+
+// Snapshot implements resp.Cluster (SAVE, BGSAVE): a Raft snapshot of this
+// node, its image written and frozen, so that the log before it can be
+// truncated. A node with nothing new since its last snapshot has one
+// already.
+func (n *Node) Snapshot(ctx context.Context) error {
+	if err := n.HaltErr(); err != nil {
+		return err
+	}
+	if !n.snapping.CompareAndSwap(false, true) {
+		return errSnapshotRunning
+	}
+	defer n.snapping.Store(false)
+	done := make(chan error, 1)
+	go func() { done <- n.raft.Snapshot().Error() }()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n.logBytes.Store(0)
+	n.lastSave.Store(time.Now().Unix())
+	return nil
+}
+
+// LastSnapshot implements resp.Cluster (LASTSAVE): when this node's latest
+// snapshot completed, or when it started.
+func (n *Node) LastSnapshot() time.Time { return time.Unix(n.lastSave.Load(), 0) }
+
+// Reload implements resp.Cluster (DEBUG RELOAD): the image is written and
+// the keyspace loaded back from it, as a restart would.
+func (n *Node) Reload(ctx context.Context) error { return n.fsm.reload() }
 
 // ReplicationInfo implements resp.Cluster: INFO replication in Redis's
 // words, so that Redis tools understand it (role:master on the leader,

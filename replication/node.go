@@ -238,6 +238,9 @@ type Node struct {
 	soleStart atomic.Bool
 	// disk is the storage fault this node is in, if any (see storage.go).
 	disk diskHealth
+	// lastSave is when the latest snapshot this node took completed (Unix
+	// seconds), for LASTSAVE; the start time before the first.
+	lastSave atomic.Int64
 
 	stop     chan struct{} // closed at Close, with ctx
 	ctx      context.Context
@@ -258,6 +261,7 @@ func Open(opts Options) (*Node, error) {
 	n := &Node{opts: opts, log: opts.Logger, proposals: make(chan *proposal, 1024), stop: make(chan struct{}),
 		leaderMoved: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.lastSave.Store(time.Now().Unix())
 	// Generations start apart: Raft may report this node as leader a moment
 	// before the notification that starts its readiness entry arrives.
 	n.leaderGen.Store(1)

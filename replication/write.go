@@ -129,6 +129,7 @@ func (n *Node) snapshotAsync() {
 			return
 		}
 		n.logBytes.Store(0)
+		n.lastSave.Store(time.Now().Unix())
 	}()
 }
 

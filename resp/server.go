@@ -42,6 +42,12 @@ type Cluster interface {
 	Members() ([][3]string, error)
 	// IsLeader reports whether this node leads.
 	IsLeader() bool
+	// Snapshot takes a snapshot of this node (SAVE, BGSAVE); LastSnapshot
+	// is when its latest one completed (LASTSAVE); Reload writes the image
+	// and loads the state back from it (DEBUG RELOAD).
+	Snapshot(ctx context.Context) error
+	LastSnapshot() time.Time
+	Reload(ctx context.Context) error
 }
 
 // Options configure a Server. Zero values take the documented defaults.
