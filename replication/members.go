@@ -3,8 +3,8 @@ package replication
 import (
 	"context"
 	"crypto/sha1"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"net"
 	"sort"
 	"strconv"
