@@ -728,7 +728,7 @@ func restartRB() {
 		addItems(c, k, 20000)
 	}
 	check(c.Do(context.Background(), "BGREWRITEAOF").Err()) // an RDB preamble, as a long-running server has
-	time.Sleep(3 * time.Second)                            // the rewrite of ~1 GiB
+	time.Sleep(3 * time.Second)                             // the rewrite of ~1 GiB
 	c.Close()
 	for r := 0; r < *runs; r++ {
 		s.kill()
@@ -747,4 +747,3 @@ func restartRB() {
 	}
 	s.kill()
 }
-
