@@ -78,7 +78,7 @@ func main() {
 		}
 	case "small":
 		for _, b := range bins {
-			small(startBF(b))
+			small(startBF(b, "--flush-interval", "1s"))
 		}
 		if *redisbloom != "" {
 			small(startRB())
