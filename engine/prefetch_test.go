@@ -2,8 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 

@@ -45,7 +45,7 @@ type Value struct {
 	Bloom    *scalable.Chain
 	Cuckoo   *scalable.Cuckoo
 	Str      string // immutable: SET replaces it
-	ExpireAt int64 // unix ms; 0 = no expiry
+	ExpireAt int64  // unix ms; 0 = no expiry
 }
 
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
