@@ -105,8 +105,10 @@ type Options struct {
 	// certificate from the cluster's CA may take part.
 	TLS *TLS
 	// MaxFilterBytes is the largest per-filter byte cap a forwarded command
-	// may carry: what this node's RESP layer stamps on its own. Default
-	// 512 MiB.
+	// is applied with: what this node's RESP layer stamps on its own (a
+	// larger cap from a peer is lowered to it). cmd/bfserver passes the
+	// resolved --max-filter-bytes (by default the node's memory). Default
+	// here 512 MiB.
 	MaxFilterBytes uint64
 	// ImageFS is the image's filesystem. Default: the operating system's.
 	// Tests inject failing ones.
