@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bufio"
+	enc "encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"strconv"
@@ -75,6 +77,26 @@ func TestDefaultCapLargeReserve(t *testing.T) {
 		if err != nil || fmt.Sprint(got) != c.want {
 			t.Fatalf("default node: %v = %v, %v; want %s", c.args, got, err, c.want)
 		}
+	}
+
+	// A filter past the image's former 4 GiB load limit, restored from a
+	// dump header (a 5 GiB link), survives a restart of the default node.
+	if avail >= 12<<30 {
+		hdr, _ := hex.DecodeString("01000000000000000100000005000000020000001000000000000000800000000000000001000000000000007b14ae47e17a743fe9862fb2350e2640080000000a0000000000000000")
+		enc.LittleEndian.PutUint64(hdr[20:], 5<<30)
+		enc.LittleEndian.PutUint64(hdr[28:], 40<<30)
+		for _, args := range [][]any{{"DEL", "bf", "cf"}, {"BF.LOADCHUNK", "five", "1", string(hdr)}, {"BF.ADD", "five", "y"}} {
+			if _, err := do(def, args...); err != nil {
+				t.Fatalf("%v: %v", args[:2], err)
+			}
+		}
+		def.stop()
+		def.launch()
+		if got, err := do(def, "BF.EXISTS", "five", "y"); err != nil || fmt.Sprint(got) != "1" {
+			t.Fatalf("after a restart the 5 GiB filter answers %v, %v", got, err)
+		}
+	} else {
+		t.Logf("restart of a 5 GiB filter not tried: %d MiB available", avail>>20)
 	}
 
 	capped := start(t, "--max-filter-bytes", "64mb")

@@ -251,6 +251,10 @@ type Node struct {
 	shutOnce sync.Once
 }
 
+// imageMaxValue is the least per-filter size the image loads: persistence's
+// default, whatever the cap now.
+const imageMaxValue = 4 << 30
+
 // Open starts a node: it loads the stored image, recovers a newer snapshot
 // if a crash left one unapplied, and starts Raft.
 func Open(opts Options) (*Node, error) {
@@ -272,7 +276,12 @@ func Open(opts Options) (*Node, error) {
 	n.holders, n.leaseWake, n.nudges = newHolders(n.tell), make(chan struct{}, 1), make(chan struct{}, 1)
 	n.disk.log = n.log
 	var err error
-	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger}); err != nil {
+	// The image loads every filter this node's cap lets it create (the
+	// default cap follows the machine's memory, past the image's 4 GiB
+	// default), so what was accepted is never refused at the next start.
+	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
+		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes)}
+	if n.store, err = persistence.Open(imageOpts); err != nil {
 		return nil, err
 	}
 	if n.fsm, err = newFSM(n.store, n.log); err != nil {
