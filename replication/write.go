@@ -402,7 +402,10 @@ func (n *Node) waitApplied(ctx context.Context, i uint64) error {
 
 // Forward proposes a batch a follower forwarded (on the leader) and
 // returns its index and encoded results. Every command must pass
-// command.Validate, and be one a RESP layer proposes.
+// command.Validate, and be one a RESP layer proposes. A per-filter byte cap
+// above this leader's is lowered to it: by default each node's cap follows
+// its own memory, and a write from a node with more must not fail for it,
+// nor create a filter this leader would refuse its own clients.
 func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error) {
 	cmds, err := command.DecodeBatch(batch)
 	if err != nil {
@@ -412,9 +415,10 @@ func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error
 		if err := command.Validate(c); err != nil {
 			return 0, nil, err
 		}
-		if c.Op == command.SetMember || c.Op == command.DelMember || c.MaxBytes > n.opts.MaxFilterBytes {
+		if c.Op == command.SetMember || c.Op == command.DelMember {
 			return 0, nil, errForbidden
 		}
+		c.MaxBytes = min(c.MaxBytes, n.opts.MaxFilterBytes)
 	}
 	if !n.IsLeader() {
 		return 0, nil, command.ErrNoLeader
