@@ -389,6 +389,12 @@ func (n *Node) startRaft() error {
 			return err
 		}
 	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		n.configured(f.Configuration()) // the voters, before any election
+	}
+	if sole && n.voters.Load() != 1 {
+		n.soleStart.Store(false) // the image said alone; the log says otherwise
+	}
 	observations := make(chan raft.Observation, 16)
 	n.raft.RegisterObserver(raft.NewObserver(observations, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)

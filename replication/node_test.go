@@ -171,6 +171,11 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 	cf := func(item string) []*command.Cmd {
 		return []*command.Cmd{{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte(item)}, Capacity: 1024, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 20}}
 	}
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := n.Write(ctx, cf("before")); err != nil {
 		t.Fatal(err)
 	}

@@ -311,11 +311,17 @@ func (n *Node) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Resul
 	}
 }
 
-// waitLeaderChange polls briefly for a leader to be known.
+// waitLeaderChange polls briefly for a leader to be known: a second, or
+// the write timeout for a lone voter, which will elect itself (a loaded
+// machine may take longer than a second to).
 func (n *Node) waitLeaderChange(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	deadline := time.Now().Add(time.Second)
+	wait := time.Second
+	if n.voters.Load() == 1 {
+		wait = n.opts.WriteTimeout
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		select {
 		case <-ctx.Done():
