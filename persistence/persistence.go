@@ -600,6 +600,40 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 	return t.Commit()
 }
 
+// RestoreBackup fills an empty image from a backup (a snapshot stream, as
+// BFBACKUP writes it), with its replicated metadata replaced by extra: a
+// node restored from it belongs to a new cluster, not the backup's.
+func (s *Store) RestoreBackup(r io.Reader, extra map[string][]byte) error {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	empty := !it.First()
+	it.Close()
+	if !empty {
+		return errors.New("persistence: the image is not empty")
+	}
+	if err := s.ReadSnapshot(r); err != nil {
+		return err
+	}
+	t, err := s.newTable(0)
+	if err != nil {
+		return err
+	}
+	if t.err == nil {
+		t.err = t.w.DeleteRange([]byte{'x'}, []byte{'y'})
+	}
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.set(append([]byte{'x'}, name...), extra[name])
+	}
+	return t.Commit()
+}
+
 // pebbleLogger sends Pebble's messages to slog (debug and error levels),
 // and its fatal errors to Options.OnFatal.
 type pebbleLogger struct{ s *Store }

@@ -432,6 +432,27 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return f.load()
 }
 
+// backup writes the image (so it is exactly at the applied index) and
+// streams a frozen view of it to w: a consistent copy of this node's state
+// while Apply goes on. It returns the index the copy is at.
+func (f *fsm) backup(w io.Writer) (uint64, error) {
+	f.flushMu.Lock()
+	t, cut, err := f.cut()
+	if err != nil {
+		f.flushMu.Unlock()
+		return 0, err
+	}
+	idx := f.applied.Load()
+	if err := f.commit(t, cut); err != nil {
+		f.flushMu.Unlock()
+		return 0, err
+	}
+	snap := f.store.NewSnapshot()
+	f.flushMu.Unlock()
+	defer snap.Close()
+	return idx, snap.Stream(w)
+}
+
 // reload writes the image and loads the keyspace back from it, with Apply
 // excluded throughout (DEBUG RELOAD): what a restart would load. The old
 // keyspace is let go first, so a node never holds two copies.

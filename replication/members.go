@@ -1,11 +1,14 @@
 package replication
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +111,38 @@ func (n *Node) Snapshot(ctx context.Context) error {
 // LastSnapshot implements resp.Cluster (LASTSAVE): when this node's latest
 // snapshot completed, or when it started.
 func (n *Node) LastSnapshot() time.Time { return time.Unix(n.lastSave.Load(), 0) }
+
+// Backup implements resp.Cluster (BFBACKUP): a consistent copy of this
+// node's state, written to path (through a temporary file, synced, then
+// renamed, so a path never holds half a backup). bfserver restore turns it
+// into the data directory of a new node. It returns the log index the copy
+// is at.
+func (n *Node) Backup(ctx context.Context, path string) (uint64, error) {
+	if err := n.HaltErr(); err != nil {
+		return 0, err
+	}
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	bw := bufio.NewWriterSize(f, 1<<20)
+	idx, err := n.fsm.backup(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return idx, os.Rename(f.Name(), path)
+}
 
 // Reload implements resp.Cluster (DEBUG RELOAD): the image is written and
 // the keyspace loaded back from it, as a restart would.

@@ -9,6 +9,7 @@ import (
 // replicates; nodes speak to each other on their own port.
 func init() {
 	admin := []string{"@admin", "@slow", "@dangerous"}
+	conn("bfbackup", 2, []string{"admin", "noscript"}, admin, cmdBackup)
 	conn("bfcluster", -2, nil, admin, nil).subs = map[string]*spec{
 		"join":    {name: "join", arity: 5, run: cmdClusterJoin},
 		"remove":  {name: "remove", arity: 3, run: cmdClusterRemove},
@@ -28,6 +29,21 @@ func (s *session) cluster() (Cluster, bool) {
 		return nil, false
 	}
 	return s.srv.cluster, true
+}
+
+// BFBACKUP <path>: a consistent copy of this node's state in a file on
+// the node, for bfserver restore. The reply is the log index it is at.
+func cmdBackup(s *session, a [][]byte) {
+	c, ok := s.cluster()
+	if !ok {
+		return
+	}
+	idx, err := c.Backup(s.srv.ctx, string(a[1]))
+	if err != nil {
+		s.w.Error("ERR backup failed: " + sanitize(err.Error(), 512))
+		return
+	}
+	s.w.Int(int64(idx))
 }
 
 // BFCLUSTER JOIN <node-id> <raft-addr> <resp-addr>

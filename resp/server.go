@@ -48,6 +48,9 @@ type Cluster interface {
 	Snapshot(ctx context.Context) error
 	LastSnapshot() time.Time
 	Reload(ctx context.Context) error
+	// Backup writes a consistent copy of the node's state to a file on the
+	// node (BFBACKUP) and returns the log index it is at.
+	Backup(ctx context.Context, path string) (uint64, error)
 }
 
 // Options configure a Server. Zero values take the documented defaults.

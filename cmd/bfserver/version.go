@@ -83,6 +83,8 @@ func subcommand(args []string, stdout, stderr io.Writer) (code int, handled bool
 		return healthcheck(args[1:], stderr), true
 	case "migrate", "load":
 		return movein.Run(args[0], args[1:]), true
+	case "restore":
+		return restore(args[1:], stdout, stderr), true
 	}
 	return 0, false
 }
