@@ -45,6 +45,9 @@ type Value struct {
 	Cuckoo   *scalable.Cuckoo
 	Str      []byte
 	ExpireAt int64 // unix ms; 0 = no expiry
+	// Ver is the stamp of the key's last touch, for WATCH (watch.go); 0
+	// until one. Apply stores it atomically; WATCH loads it.
+	Ver uint64
 }
 
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
@@ -82,6 +85,8 @@ type Keyspace struct {
 	// loading marks the stand-in served while a snapshot replaces the
 	// state: it holds nothing, and answers every read ErrLoading.
 	loading bool
+	// watch is the version tracking for WATCH (watch.go).
+	watch watchState
 }
 
 type dirtyKey struct {
@@ -231,7 +236,10 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 	if command.Validate(c) != nil {
 		return Result{Err: ErrInvalidCommand}
 	}
-	if c.Op == command.FlushDB || c.Op == command.FlushAll {
+	switch c.Op {
+	case command.Watch:
+		return k.applyWatch(c)
+	case command.FlushDB, command.FlushAll:
 		r := k.apply(c)
 		k.bytes.Store(int64(k.countBytes()))
 		return r
@@ -241,6 +249,9 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 	before := k.usageOf(c)
 	r := k.apply(c)
 	k.bytes.Add(k.usageOf(c) - before)
+	if opensKey(c.Op) {
+		k.touch(c.DB, c.Key, c.Now)
+	}
 	return r
 }
 
@@ -296,6 +307,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		n := 0
 		for _, key := range c.Keys {
 			if k.writeLookup(c.DB, key, c.Now) != nil && k.remove(c.DB, string(key)) {
+				k.touch(c.DB, key, c.Now)
 				n++
 			}
 		}
@@ -315,18 +327,20 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 			return Result{Int: 0}
 		}
 		k.setExpire(c.DB, c.Key, v, 0)
+		k.touch(c.DB, c.Key, c.Now)
 		return Result{Int: 1}
 	case command.FlushDB:
-		k.flush(c.DB)
+		k.flush(c.DB, c.Now)
 		return Result{}
 	case command.FlushAll:
 		for i := range k.dbs {
-			k.flush(uint8(i))
+			k.flush(uint8(i), c.Now)
 		}
 		return Result{}
 	case command.Set:
 		k.writeLookup(c.DB, c.Key, c.Now)
 		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: slices.Clone(c.Data)})
+		k.touch(c.DB, c.Key, c.Now)
 		return Result{}
 	case command.Restore:
 		return k.restore(c)
@@ -345,15 +359,25 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 	return Result{Err: ErrInvalidCommand} // SetMember, DelMember: not the keyspace's
 }
 
-func (k *Keyspace) flush(dbi uint8) {
+// flush empties a database. It touches the keys that were live (one whose
+// expiry had passed was gone already), all with one stamp: the map's
+// order is random, and must not decide anything.
+func (k *Keyspace) flush(dbi uint8, now int64) {
 	d := k.db(dbi)
 	k.forget()
 	d.mu.Lock()
 	old := d.keys
 	d.keys = make(map[string]*Value)
 	d.mu.Unlock()
-	for key := range old {
+	var stamp uint64
+	for key, v := range old {
 		k.replaced(dbi, key)
+		if k.watch.on.Load() && !v.expired(now) {
+			if stamp == 0 {
+				stamp = k.watch.tick()
+			}
+			k.watch.setGone(goneSlot(dbi, []byte(key)), stamp)
+		}
 	}
 }
 
@@ -392,9 +416,10 @@ func (k *Keyspace) expire(c *command.Cmd) Result {
 	}
 	if at <= c.Now {
 		k.remove(c.DB, string(c.Key))
-		return Result{Int: 1}
+	} else {
+		k.setExpire(c.DB, c.Key, v, at)
 	}
-	k.setExpire(c.DB, c.Key, v, at)
+	k.touch(c.DB, c.Key, c.Now)
 	return Result{Int: 1}
 }
 
@@ -419,6 +444,8 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	d.mu.Unlock()
 	k.replaced(c.DB, string(c.Key))
 	k.replaced(c.DB, string(c.Dst))
+	k.touch(c.DB, c.Key, c.Now)
+	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
 
@@ -434,6 +461,7 @@ func (k *Keyspace) copyKey(c *command.Cmd) Result {
 		return Result{Int: 0}
 	}
 	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: slices.Clone(v.Str), ExpireAt: v.ExpireAt})
+	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
 
