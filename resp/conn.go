@@ -334,7 +334,9 @@ func cmdExec(s *session, a [][]byte) {
 		}
 		results, err = s.write(cmds)
 		if err == nil && watch != nil {
-			aborted = results[0].Int != 0 || results[0].Err != nil
+			// An invalid check (never one this node built) left the
+			// transaction out too: say so rather than "touched".
+			aborted, err = results[0].Int != 0, results[0].Err
 			results = results[1:]
 		}
 	} else if len(cmds) > 0 || watch != nil {
