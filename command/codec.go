@@ -127,6 +127,9 @@ func (e *Encoder) Entry() []byte {
 	b = binary.AppendUvarint(b, uint64(e.n))
 	b = append(b, e.body...)
 	e.body, e.prev, e.n, e.level = e.body[:0], nil, 0, 0
+	if cap(e.body) > 1<<20 {
+		e.body = nil // a rare huge entry (LOADCHUNK, RESTORE) does not pin its memory
+	}
 	return b
 }
 

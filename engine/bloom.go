@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 )
 
 // ln2 and ln2² exactly as RedisBloom writes them: sizing must round the same way.
@@ -20,9 +23,9 @@ type BloomParams struct {
 	Entries uint64
 	Error   float64
 	BPE     float64 // bits per entry
-	Hashes  uint32
 	Bits    uint64
 	Bytes   uint64
+	Hashes  uint32
 	N2      uint8 // non-zero only in legacy power-of-two links
 }
 
@@ -100,25 +103,70 @@ const MaxHashes = 1100
 // One writer and any number of readers may use it at once: words are read and
 // set atomically, and a bit once set is never cleared outside LoadChunk.
 type Bloom struct {
-	BloomParams
-	mod   uint64
-	recip uint64 // floor((2^64−1)/mod), for division-free remainders
-	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
+	*shape
 	words []uint64
 	Dirty
 }
 
+// shape is what a Bloom filter's parameters determine. Filters of the same
+// parameters share one (shapeOf): a server may hold hundreds of thousands
+// of small filters auto-created with the same defaults, and their shape
+// would otherwise be most of what each costs beyond its bits.
+type shape struct {
+	BloomParams
+	mod   uint64
+	recip uint64 // floor((2^64−1)/mod), for division-free remainders
+	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
+}
+
 // NewBloom allocates a zeroed filter with the given parameters.
 func NewBloom(p BloomParams) *Bloom {
-	b := &Bloom{BloomParams: p, words: make([]uint64, (p.Bytes+7)/8), Dirty: newDirty(p.Bytes)}
-	adviseHuge(b.words)
-	b.mod = p.Bits
-	if p.N2 > 0 {
-		b.mod = uint64(1) << p.N2
-	}
-	b.recip = math.MaxUint64 / b.mod
-	b.wrap = (math.MaxUint64%b.mod + 1) % b.mod
+	b := new(Bloom)
+	b.Init(p)
 	return b
+}
+
+// Init makes b a zeroed filter with the given parameters, in place, for a
+// Bloom embedded in a larger struct (one allocation instead of two). A
+// Bloom must not be copied once initialised.
+func (b *Bloom) Init(p BloomParams) {
+	*b = Bloom{shape: shapeOf(p), words: make([]uint64, (p.Bytes+7)/8), Dirty: newDirty(p.Bytes)}
+	adviseHuge(b.words)
+}
+
+// shapes interns shapes by their parameters. An entry goes when no filter
+// holds its shape any more, so hostile parameters cannot grow it.
+var shapes struct {
+	mu sync.Mutex
+	m  map[BloomParams]weak.Pointer[shape]
+}
+
+// shapeOf is the shared shape of filters with parameters p.
+func shapeOf(p BloomParams) *shape {
+	shapes.mu.Lock()
+	defer shapes.mu.Unlock()
+	if s := shapes.m[p].Value(); s != nil {
+		return s
+	}
+	s := &shape{BloomParams: p, mod: p.Bits}
+	if p.N2 > 0 {
+		s.mod = uint64(1) << p.N2
+	}
+	s.recip = math.MaxUint64 / s.mod
+	s.wrap = (math.MaxUint64%s.mod + 1) % s.mod
+	if shapes.m == nil {
+		shapes.m = map[BloomParams]weak.Pointer[shape]{}
+	}
+	w := weak.Make(s)
+	shapes.m[p] = w
+	runtime.AddCleanup(s, func(p BloomParams) {
+		shapes.mu.Lock()
+		defer shapes.mu.Unlock()
+		if shapes.m[p] == w {
+			delete(shapes.m, p)
+		}
+	}, p)
+	return s
 }
 
 // rem is x mod b.mod without a 64-bit division (Barrett reduction): the

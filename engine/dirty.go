@@ -6,20 +6,36 @@ import "math/bits"
 // are tracked, so that a persistence layer rewrites only what changed.
 const ChunkSize = 64 << 10
 
-// Dirty records which ChunkSize regions of an array changed since the last
-// Take. Only the single writer marks it; whoever calls Take must exclude
-// that writer (the state machine's apply lock does).
-type Dirty struct{ bits []uint64 }
+// Dirty records which ChunkSize regions of an array changed since the
+// last Swap. Only the single writer marks it; whoever calls Swap must
+// exclude that writer (the state machine's apply lock does).
+//
+// An array of up to 64 chunks (4 MiB), which is nearly every array, keeps
+// its record in one word of the struct; a larger one in a bitmap of its
+// own. Small filters are many: this saves each one a slice and an
+// allocation.
+type Dirty struct {
+	word uint64    // chunks 0..63, when big is nil
+	big  *[]uint64 // one bit per chunk, for arrays of more than 64 chunks
+}
 
 func newDirty(size uint64) Dirty {
 	chunks := (size + ChunkSize - 1) / ChunkSize
-	return Dirty{bits: make([]uint64, (chunks+63)/64)}
+	if chunks <= 64 {
+		return Dirty{}
+	}
+	b := make([]uint64, (chunks+63)/64)
+	return Dirty{big: &b}
 }
 
 // mark flags the chunk holding byte offset off.
 func (d *Dirty) mark(off uint64) {
 	c := off / ChunkSize
-	d.bits[c>>6] |= 1 << (c & 63)
+	if d.big == nil {
+		d.word |= 1 << (c & 63)
+		return
+	}
+	(*d.big)[c>>6] |= 1 << (c & 63)
 }
 
 func (d *Dirty) markRange(off, n uint64) {
@@ -27,51 +43,40 @@ func (d *Dirty) markRange(off, n uint64) {
 		return
 	}
 	for c := off / ChunkSize; c <= (off+n-1)/ChunkSize; c++ {
-		d.bits[c>>6] |= 1 << (c & 63)
-	}
-}
-
-// TakeDirty calls fn for each changed chunk index, in order, and clears the
-// record.
-func (d *Dirty) TakeDirty(fn func(chunk uint64)) {
-	for w, v := range d.bits {
-		for v != 0 {
-			b := uint64(0)
-			for v&(1<<b) == 0 {
-				b++
-			}
-			fn(uint64(w)*64 + b)
-			v &^= 1 << b
-		}
-		d.bits[w] = 0
-	}
-}
-
-// MarkAll flags every chunk (a value that must be written whole).
-func (d *Dirty) MarkAll() {
-	for i := range d.bits {
-		d.bits[i] = ^uint64(0)
+		d.mark(c * ChunkSize)
 	}
 }
 
 // Swap takes the record (the caller holds the chunk bits until it Merges
-// them back or drops them) and starts an empty one. Only the single
-// writer's side may call it, as TakeDirty.
+// them back or drops them) and starts an empty one.
 func (d *Dirty) Swap() []uint64 {
-	set := d.bits
-	d.bits = make([]uint64, len(set))
+	if d.big == nil {
+		set := []uint64{d.word}
+		d.word = 0
+		return set
+	}
+	set := *d.big
+	fresh := make([]uint64, len(set))
+	d.big = &fresh
 	return set
 }
 
 // Merge adds chunks taken by Swap back to the record: their write failed,
 // so they are still to be written.
 func (d *Dirty) Merge(set []uint64) {
-	for i := range min(len(set), len(d.bits)) {
-		d.bits[i] |= set[i]
+	if d.big == nil {
+		if len(set) > 0 {
+			d.word |= set[0]
+		}
+		return
+	}
+	b := *d.big
+	for i := range min(len(set), len(b)) {
+		b[i] |= set[i]
 	}
 }
 
-// EachChunk calls fn for each chunk index set in bits, in order.
+// EachChunk calls fn for each chunk index set in set, in order.
 func EachChunk(set []uint64, fn func(chunk uint64) error) error {
 	for w, v := range set {
 		for v != 0 {
@@ -85,7 +90,7 @@ func EachChunk(set []uint64, fn func(chunk uint64) error) error {
 	return nil
 }
 
-// CountChunks is the number of chunk indexes set in bits.
+// CountChunks is the number of chunk indexes set in set.
 func CountChunks(set []uint64) int {
 	n := 0
 	for _, v := range set {

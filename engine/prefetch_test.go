@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -28,17 +29,16 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		fetched.Add(h)
 		if i == 999 {
 			before := bytes.Clone(wordsOf(fetched))
-			dirty := append([]uint64(nil), fetched.Dirty.bits...)
+			dirty := fetched.Dirty
+			marks := append([]uint64(nil), *fetched.Dirty.big...)
 			for _, h := range hs {
 				fetched.Prefetch(h)
 			}
 			if !bytes.Equal(before, wordsOf(fetched)) {
 				t.Fatal("Prefetch changed bits")
 			}
-			for j := range dirty {
-				if dirty[j] != fetched.Dirty.bits[j] {
-					t.Fatal("Prefetch changed dirty marks")
-				}
+			if dirty.word != fetched.Dirty.word || !slices.Equal(marks, *fetched.Dirty.big) {
+				t.Fatal("Prefetch changed dirty marks")
 			}
 		}
 	}

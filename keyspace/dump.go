@@ -29,7 +29,7 @@ func EncodeDump(v *Value) []byte {
 		b = rdb.AppendLen([]byte{rdb.TypeModule2}, cuckooID)
 		b = append(v.Cuckoo.AppendRDB(b), rdb.OpEOF)
 	default:
-		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, v.Str))
+		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, []byte(v.Str)))
 	}
 	return rdb.Seal(b)
 }
@@ -44,7 +44,7 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 	v := &Value{}
 	switch r.Byte() {
 	case rdbTypeString:
-		v.Kind, v.Str = KindString, append([]byte(nil), r.RawString()...)
+		v.Kind, v.Str = KindString, string(r.RawString())
 		if r.Err() != nil || len(r.Rest()) != 0 {
 			return nil, ErrBadFormat
 		}

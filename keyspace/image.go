@@ -254,7 +254,7 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 	case KindCuckoo:
 		v.Cuckoo, err = scalable.ParseCuckooHeader(body, maxBytes)
 	case KindString:
-		v.Str = append([]byte(nil), body...)
+		v.Str = string(body)
 	default:
 		err = ErrCorruptImage
 	}

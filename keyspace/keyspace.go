@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,8 +44,8 @@ type Value struct {
 	Kind     Kind
 	Bloom    *scalable.Chain
 	Cuckoo   *scalable.Cuckoo
-	Str      []byte
-	ExpireAt int64 // unix ms; 0 = no expiry
+	Str      string // immutable: SET replaces it
+	ExpireAt int64  // unix ms; 0 = no expiry
 	// Ver is the stamp of the key's last touch, for WATCH (watch.go); 0
 	// until one. Apply stores it atomically; WATCH loads it.
 	Ver uint64
@@ -177,7 +178,13 @@ func (k *Keyspace) replaced(dbi uint8, key string) {
 
 // clearDirty empties the change record (and what marked remembers of it).
 func (k *Keyspace) clearDirty() {
-	clear(k.dirty)
+	if len(k.dirty) > 1024 {
+		// A map keeps its table after clear: 100,000 changed keys would
+		// cost their slots until the next restart.
+		k.dirty = map[dirtyKey]bool{}
+	} else {
+		clear(k.dirty)
+	}
 	k.markedOK = false
 }
 
@@ -339,7 +346,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return Result{}
 	case command.Set:
 		k.writeLookup(c.DB, c.Key, c.Now)
-		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: slices.Clone(c.Data)})
+		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: string(c.Data)})
 		k.touch(c.DB, c.Key, c.Now)
 		return Result{}
 	case command.Restore:
@@ -460,7 +467,7 @@ func (k *Keyspace) copyKey(c *command.Cmd) Result {
 	if !c.NX && k.writeLookup(c.DB, c.Dst, c.Now) != nil {
 		return Result{Int: 0}
 	}
-	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: slices.Clone(v.Str), ExpireAt: v.ExpireAt})
+	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: v.Str, ExpireAt: v.ExpireAt})
 	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
@@ -492,7 +499,7 @@ func Digest(v *Value) string {
 			it = next
 		}
 	case KindString:
-		h.Write(v.Str)
+		io.WriteString(h, v.Str)
 	}
 	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
 	h.Write(n[:])

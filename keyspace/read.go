@@ -174,7 +174,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v.Kind != KindString {
 			return Result{Err: ErrWrongType}
 		}
-		return Result{Bytes: v.Str}
+		return Result{Bytes: []byte(v.Str)}
 	case command.Encoding:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		switch {

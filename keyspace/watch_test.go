@@ -54,7 +54,7 @@ func TestWatchImageRecords(t *testing.T) {
 // TestWatchMeta: a key's version is in its metadata once it has one, and
 // a key without one keeps the old metadata format.
 func TestWatchMeta(t *testing.T) {
-	v := &Value{Kind: KindString, Str: []byte("v"), ExpireAt: 5}
+	v := &Value{Kind: KindString, Str: "v", ExpireAt: 5}
 	if m := encodeMeta(v); m[0] != metaVersion {
 		t.Fatalf("unversioned key written as metadata version %d", m[0])
 	}
@@ -65,7 +65,7 @@ func TestWatchMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := k.Lookup(0, []byte("s"), 0)
-	if got.Ver != 42 || string(got.Str) != "v" || got.ExpireAt != 5 {
+	if got.Ver != 42 || got.Str != "v" || got.ExpireAt != 5 {
 		t.Fatalf("loaded %+v", got)
 	}
 	if err := k.LoadValue(0, "t", m[:12], 1<<20); err != ErrCorruptImage {

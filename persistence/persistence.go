@@ -129,8 +129,13 @@ func Open(opts Options) (*Store, error) {
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		po.Levels[i].BlockSize = 64 << 10
 	}
-	// Nothing goes through the memtable; keep it small.
+	// Nothing goes through the memtable; keep it small. The block cache
+	// serves only loads, snapshots and compactions, which read each block
+	// once: a small one costs a node little.
 	po.MemTableSize = 1 << 20
+	cache := pebble.NewCache(2 << 20)
+	defer cache.Unref()
+	po.Cache = cache
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, err

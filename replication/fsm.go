@@ -281,28 +281,20 @@ func (f *fsm) replayTail(logs raft.LogStore, self string) (bool, error) {
 		f.persisted = max(f.persisted, f.applied.Load())
 		f.mu.Unlock()
 	}()
-	first := f.applied.Load() + 1
-	entries := make([]*raft.Log, 0, min(last-first+1, 1024))
-	for i := first; i <= last; i++ {
-		l := new(raft.Log)
-		if err := logs.GetLog(i, l); err != nil {
+	for i := f.applied.Load() + 1; i <= last; i++ {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
 			return false, nil // a gap (a truncated log): leave it to Raft
 		}
 		if l.Type == raft.LogConfiguration {
 			return false, nil
 		}
-		entries = append(entries, l)
-		if len(entries) == cap(entries) || i == last {
-			for _, e := range entries {
-				f.Apply(e)
-				if f.halt.Load() != nil {
-					return false, nil
-				}
-				if e.Index > f.applied.Load() {
-					f.setApplied(e.Index) // an entry of Raft's own: nothing to apply
-				}
-			}
-			entries = entries[:0]
+		f.Apply(&l)
+		if f.halt.Load() != nil {
+			return false, nil
+		}
+		if l.Index > f.applied.Load() {
+			f.setApplied(l.Index) // an entry of Raft's own: nothing to apply
 		}
 	}
 	return true, nil

@@ -140,6 +140,40 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, in
 	return args, pos, nil
 }
 
+// needed is how many bytes the multibulk command at the start of b takes,
+// as far as the headers b holds tell: through the end of the first bulk it
+// does not hold whole, or 0 when a header is incomplete. A session whose
+// buffer is full grows it to this instead of doubling, so a 16 MiB
+// argument costs 16 MiB of buffer, not 32.
+func needed(b []byte, lim *Limits) int {
+	if len(b) == 0 || b[0] != '*' {
+		return 0
+	}
+	line, pos, err := readLine(b, 1, lim, errBigMbulk)
+	if err != nil {
+		return 0
+	}
+	count, ok := parseInt(line)
+	if !ok || count <= 0 {
+		return 0
+	}
+	for i := int64(0); i < count && pos < len(b); i++ {
+		line, next, err := readLine(b, pos+1, lim, errBigBulk)
+		if err != nil {
+			return 0
+		}
+		n, ok := parseInt(line)
+		if !ok || n < 0 || n > lim.MaxBulk {
+			return 0
+		}
+		pos = next + int(n) + 2
+		if pos > len(b) {
+			return pos
+		}
+	}
+	return 0
+}
+
 // readLine returns the line starting at b[start] up to CRLF.
 func readLine(b []byte, start int, lim *Limits, tooBig error) ([]byte, int, error) {
 	i := bytes.IndexByte(b[start:], '\r')

@@ -90,7 +90,11 @@ func (s *session) loop() {
 			if cap(buf) >= lim.MaxQueryBuffer {
 				return // Redis closes clients over the query buffer limit
 			}
-			nb := make([]byte, len(buf), min(2*cap(buf), lim.MaxQueryBuffer))
+			grow := 2 * cap(buf)
+			if need := needed(buf, lim); need > cap(buf) && need < grow {
+				grow = need + 64<<10 // a large argument: room for it and what follows, not twice it
+			}
+			nb := make([]byte, len(buf), min(grow, lim.MaxQueryBuffer))
 			copy(nb, buf)
 			buf = nb
 		}

@@ -29,7 +29,7 @@ const tightening = 0.5
 
 // Link is one Bloom filter of a chain plus the count of items it took.
 type Link struct {
-	*engine.Bloom
+	engine.Bloom
 	size atomic.Uint64
 }
 
@@ -39,10 +39,26 @@ func (l *Link) Size() uint64 { return l.size.Load() }
 // Chain is a scalable Bloom filter (RedisBloom's SBChain). One writer and
 // many readers may use it at once: the link list is swapped atomically when
 // a link is added, and engine.Bloom is safe for concurrent Test and Add.
+//
+// Memory: most chains never grow, and a server may hold hundreds of
+// thousands of small ones (a filter per tenant), so the first link lives in
+// the chain itself and a one-link chain is one allocation besides its bits.
 type Chain struct {
+	// links lists the links once the chain has grown past its first;
+	// until then it is nil and Links is one, which points at first.
 	links   atomic.Pointer[[]*Link]
+	first   Link
+	one     [1]*Link
 	Options uint32
 	Growth  uint32
+}
+
+// newChain is a chain whose first link has parameters p.
+func newChain(p engine.BloomParams, options, growth uint32) *Chain {
+	c := &Chain{Options: options, Growth: growth}
+	c.first.Init(p)
+	c.one[0] = &c.first
+	return c
 }
 
 // ChainBytes is the memory a new chain's first link needs, for checking a cap
@@ -57,9 +73,9 @@ func ChainBytes(capacity uint64, errRate float64, nonScaling bool) (uint64, bool
 
 // NewChain creates a chain as BF.RESERVE does. maxBytes caps its first link.
 func NewChain(capacity uint64, errRate float64, growth uint32, nonScaling bool, maxBytes uint64) (*Chain, error) {
-	c := &Chain{Options: OptNoRound | OptForce64, Growth: growth}
+	options := uint32(OptNoRound | OptForce64)
 	if nonScaling {
-		c.Options |= OptNoScaling
+		options |= OptNoScaling
 	} else {
 		errRate *= tightening
 	}
@@ -70,12 +86,16 @@ func NewChain(capacity uint64, errRate float64, growth uint32, nonScaling bool, 
 	if p.Bytes > maxBytes {
 		return nil, ErrTooLarge
 	}
-	c.links.Store(&[]*Link{{Bloom: engine.NewBloom(p)}})
-	return c, nil
+	return newChain(p, options, growth), nil
 }
 
 // Links returns the current links, oldest first. The slice is never mutated.
-func (c *Chain) Links() []*Link { return *c.links.Load() }
+func (c *Chain) Links() []*Link {
+	if p := c.links.Load(); p != nil {
+		return *p
+	}
+	return c.one[:]
+}
 
 // Size is the number of items the chain took (BF.CARD).
 // It is the sum of the link sizes; a loaded header must agree.
@@ -155,7 +175,9 @@ func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 	if p.Bytes > maxBytes || c.Bytes() > maxBytes-p.Bytes {
 		return false, ErrTooLarge
 	}
-	next := append(append(make([]*Link, 0, len(links)+1), links...), &Link{Bloom: engine.NewBloom(p)})
+	l := new(Link)
+	l.Init(p)
+	next := append(append(make([]*Link, 0, len(links)+1), links...), l)
 	c.links.Store(&next)
 	cur = next[len(next)-1]
 	if cur.Add(h) {
@@ -321,13 +343,19 @@ func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 	if c.Options&^optAll != 0 || total != size {
 		return nil, ErrBadHeader
 	}
-	links := make([]*Link, n)
-	for i, p := range params {
-		links[i] = &Link{Bloom: engine.NewBloom(p)}
-		links[i].size.Store(sizes[i])
+	chain := newChain(params[0], c.Options, c.Growth)
+	chain.first.size.Store(sizes[0])
+	if n > 1 {
+		links := make([]*Link, n)
+		links[0] = &chain.first
+		for i := 1; i < len(links); i++ {
+			links[i] = new(Link)
+			links[i].Init(params[i])
+			links[i].size.Store(sizes[i])
+		}
+		chain.links.Store(&links)
 	}
-	c.links.Store(&links)
-	return c, nil
+	return chain, nil
 }
 
 // LoadChunk writes a dump chunk that SCANDUMP returned with iterator pos

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/bfserver/bfserver/admin"
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/memtune"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
@@ -237,6 +239,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Every log line goes through slog: the standard log package's too.
 	slog.SetDefault(logger)
 	routeLibraryLogs(logger)
+	// Garbage may cost 64 MiB or a tenth of the live heap, not as much
+	// again as the filters (GOGC's default).
+	tuneCtx, stopTuning := context.WithCancel(context.Background())
+	defer stopTuning()
+	go memtune.Run(tuneCtx, memtune.Options{})
 	if c.debugAddr != "" {
 		go func() { logger.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
 	}

@@ -1,0 +1,749 @@
+// Command memory measures what filters cost a node in memory, against
+// RedisBloom holding the same filters, on this machine and in one run. A
+// sampler reads each process's resident memory every 100 ms (the Pss of
+// the process and its children, so a fork's copy-on-write pages count
+// once) through every path a node takes, and reports each phase's peak
+// and end as a ratio to the filters' bytes (BF.INFO SIZE).
+//
+//	go run ./bench/memory -scenario five     # five 100M-item filters at 0.1%, 20,000 items each
+//	go run ./bench/memory -scenario big      # one filter of about 1 GiB, every chunk written
+//	go run ./bench/memory -scenario small    # 100,000 auto-created filters (BF.ADD tenant:N x)
+//	go run ./bench/memory -scenario cluster  # three nodes; a wiped follower rejoins by snapshot
+//	go run ./bench/memory -scenario restart  # cold restart of the five-filter node vs a raw read
+//
+// -bfserver names the binary (default: build ./cmd/bfserver); -baseline a
+// second bfserver binary measured in the same run (an earlier build);
+// -redisbloom the start-redisbloom script (default ../shared/anchors).
+// It drops the page cache (echo 3 > /proc/sys/vm/drop_caches) for the
+// restart scenario, so run it as root on a machine you may do that on.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	bfBin      = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
+	baseline   = flag.String("baseline", "", "another bfserver binary to measure in the same run")
+	redisbloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "start-redisbloom script ('' to skip RedisBloom)")
+	scenario   = flag.String("scenario", "five", "five, big, small, cluster or restart")
+	runs       = flag.Int("runs", 3, "restart scenario: runs per server")
+)
+
+func main() {
+	flag.Parse()
+	if *bfBin == "" {
+		dir, err := os.MkdirTemp("", "bfmem")
+		check(err)
+		defer os.RemoveAll(dir)
+		*bfBin = filepath.Join(dir, "bfserver")
+		build := exec.Command("go", "build", "-o", *bfBin, "./cmd/bfserver")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		check(build.Run())
+	}
+	bins := []string{*bfBin}
+	if *baseline != "" {
+		bins = append(bins, *baseline)
+	}
+	switch *scenario {
+	case "five":
+		for _, b := range bins {
+			five(startBF(b, "--flush-interval", "1s"))
+		}
+		if *redisbloom != "" {
+			five(startRB())
+		}
+	case "big":
+		for _, b := range bins {
+			big(startBF(b, "--flush-interval", "1s", "--max-filter-bytes", "4294967296"))
+		}
+		if *redisbloom != "" {
+			big(startRB())
+		}
+	case "small":
+		for _, b := range bins {
+			small(startBF(b, "--flush-interval", "1s"))
+		}
+		if *redisbloom != "" {
+			small(startRB())
+		}
+	case "cluster":
+		for _, b := range bins {
+			cluster(b)
+		}
+	case "restart":
+		for _, b := range bins {
+			restart(b)
+		}
+		if *redisbloom != "" {
+			restartRB()
+		}
+	default:
+		check(fmt.Errorf("unknown scenario %q", *scenario))
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memory:", err)
+		os.Exit(1)
+	}
+}
+
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// server is a process under test.
+type server struct {
+	name     string
+	host     string
+	bin      string
+	args     []string
+	pid      int
+	cmd      *exec.Cmd
+	port     int
+	raftPort int
+	dir      string
+}
+
+func startBF(bin string, args ...string) *server {
+	dir, err := os.MkdirTemp("", "bfmemdata")
+	check(err)
+	s := &server{name: "bfserver " + filepath.Base(bin), bin: bin, port: freePort(), raftPort: freePort(), dir: dir}
+	s.args = append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", s.port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", s.raftPort),
+		"--data-dir", dir}, args...)
+	s.launch()
+	return s
+}
+
+func (s *server) launch() {
+	s.cmd = exec.Command(s.bin, s.args...)
+	check(s.cmd.Start())
+	s.pid = s.cmd.Process.Pid
+	s.waitReady()
+}
+
+// startRB starts RedisBloom with matched durability: the AOF fsynced on
+// every write, as bfserver's log is.
+func startRB() *server {
+	port := freePort()
+	out, err := exec.Command(*redisbloom, strconv.Itoa(port), "--appendonly", "yes", "--appendfsync", "always").Output()
+	check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	check(err)
+	s := &server{name: "RedisBloom 8.8.0", port: port, pid: pid}
+	s.dir = rbDir(pid)
+	s.waitReady()
+	return s
+}
+
+// rbDir is the working directory of a RedisBloom process.
+func rbDir(pid int) string {
+	d, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	check(err)
+	return d
+}
+
+func (s *server) client() *redis.Client {
+	host := s.host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", host, s.port), Protocol: 2,
+		ReadTimeout: 5 * time.Minute, WriteTimeout: time.Minute, MaxRetries: -1})
+}
+
+func (s *server) waitReady() {
+	c := s.client()
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Minute)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("%s did not start", s.name))
+		}
+		time.Sleep(10 * time.Millisecond) // polling the listener
+	}
+}
+
+func (s *server) do(args ...any) any {
+	c := s.client()
+	defer c.Close()
+	v, err := c.Do(context.Background(), args...).Result()
+	check(err)
+	return v
+}
+
+func (s *server) kill() {
+	syscall.Kill(s.pid, syscall.SIGKILL)
+	if s.cmd != nil {
+		s.cmd.Wait()
+	} else {
+		for syscall.Kill(s.pid, 0) == nil {
+			time.Sleep(5 * time.Millisecond) // waiting for the daemon to go
+		}
+	}
+}
+
+func (s *server) stop() {
+	s.kill()
+	if s.cmd != nil {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// ---- sampling ----
+
+// pss is the proportional resident memory of pid and its children, in
+// bytes, that the kernel cannot drop: anonymous and shared memory, each
+// page counted once between a fork's parent and child. File-backed pages
+// (the Raft log's mmap, the image's page cache) are reclaimable and
+// reported apart (pssFile).
+func pss(pid int) int64 { return pssOf(pid, "Pss_Anon:", "Pss_Shmem:") }
+
+// pssFile is the file-backed part.
+func pssFile(pid int) int64 { return pssOf(pid, "Pss_File:") }
+
+func pssOf(pid int, fields ...string) int64 {
+	total := int64(0)
+	var walk func(int)
+	walk = func(p int) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p))
+		if err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				for _, f := range fields {
+					if v, ok := strings.CutPrefix(line, f); ok {
+						n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+						total += n << 10
+					}
+				}
+			}
+		}
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
+		for _, k := range strings.Fields(string(kids)) {
+			if c, err := strconv.Atoi(k); err == nil {
+				walk(c)
+			}
+		}
+	}
+	walk(pid)
+	return total
+}
+
+// sampler records the peak of each phase, every 100 ms.
+type sampler struct {
+	mu     sync.Mutex
+	pids   func() []int
+	phase  string
+	peaks  map[string]int64
+	files  map[string]int64
+	order  []string
+	ends   map[string]int64
+	stop   chan struct{}
+	done   chan struct{}
+	sample func() int64
+}
+
+func newSampler(pids func() []int) *sampler {
+	s := &sampler{pids: pids, peaks: map[string]int64{}, files: map[string]int64{}, ends: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s.sample = func() int64 {
+		var n int64
+		for _, p := range s.pids() {
+			n += pss(p)
+		}
+		return n
+	}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			v := s.sample()
+			var f int64
+			for _, p := range s.pids() {
+				f += pssFile(p)
+			}
+			s.mu.Lock()
+			if s.phase != "" && v > s.peaks[s.phase] {
+				s.peaks[s.phase] = v
+			}
+			if s.phase != "" && f > s.files[s.phase] {
+				s.files[s.phase] = f
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// enter starts a phase; the one before it ends with a last sample.
+func (s *sampler) enter(phase string) {
+	v := s.sample()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phase != "" {
+		s.ends[s.phase] = v
+		s.peaks[s.phase] = max(s.peaks[s.phase], v)
+	}
+	s.phase = phase
+	if phase != "" {
+		s.order = append(s.order, phase)
+		s.peaks[phase] = v
+	}
+}
+
+func (s *sampler) close() {
+	s.enter("")
+	close(s.stop)
+	<-s.done
+}
+
+func (s *sampler) report(name string, filters int64) {
+	fmt.Printf("%s, filters %.1f MiB (anonymous memory; file-backed pages apart):\n", name, mib(filters))
+	for _, p := range s.order {
+		fmt.Printf("  %-28s peak %8.1f MiB (%.2f× the filters)  end %8.1f MiB (%.2f×)  file-backed peak %7.1f MiB\n", p,
+			mib(s.peaks[p]), ratio(s.peaks[p], filters), mib(s.ends[p]), ratio(s.ends[p], filters), mib(s.files[p]))
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// ---- filling ----
+
+func sizeOf(s *server, keys []string) int64 {
+	c := s.client()
+	defer c.Close()
+	var total int64
+	for _, k := range keys {
+		v, err := c.Do(context.Background(), "BF.INFO", k, "SIZE").Slice()
+		check(err)
+		total += v[0].(int64)
+	}
+	return total
+}
+
+// addItems sends n items to key in pipelined BF.MADD batches.
+func addItems(c *redis.Client, key string, n int) {
+	ctx := context.Background()
+	p := c.Pipeline()
+	for i := 0; i < n; i += 1000 {
+		args := []any{"BF.MADD", key}
+		for j := i; j < min(n, i+1000); j++ {
+			args = append(args, "item:"+strconv.Itoa(j))
+		}
+		p.Do(ctx, args...)
+	}
+	_, err := p.Exec(ctx)
+	check(err)
+}
+
+// fillRandom writes every chunk of a Bloom filter with random bits, as a
+// filter that took its capacity would hold: every page resident.
+func fillRandom(c *redis.Client, key string) {
+	ctx := context.Background()
+	for it := int64(1); ; {
+		res, err := c.Do(ctx, "BF.SCANDUMP", key, it).Slice()
+		check(err)
+		next := res[0].(int64)
+		if next == 0 {
+			return
+		}
+		data := []byte(res[1].(string))
+		for i := range data {
+			data[i] = byte(rand.Uint32())
+		}
+		check(c.Do(ctx, "BF.LOADCHUNK", key, next, data).Err())
+		it = next
+	}
+}
+
+// snapshot takes a snapshot: SAVE on bfserver (a Raft snapshot, image and
+// all), BGSAVE on RedisBloom (a fork writing an RDB), waiting for it.
+func snapshot(s *server) bool {
+	c := s.client()
+	defer c.Close()
+	ctx := context.Background()
+	if s.cmd == nil {
+		before, _ := c.LastSave(ctx).Result()
+		check(c.BgSave(ctx).Err())
+		for {
+			info, _ := c.Info(ctx, "persistence").Result()
+			last, _ := c.LastSave(ctx).Result()
+			if last != before && strings.Contains(info, "rdb_bgsave_in_progress:0") {
+				return true
+			}
+			time.Sleep(20 * time.Millisecond) // polling the fork
+		}
+	}
+	return c.Save(ctx).Err() == nil
+}
+
+// waitFlush waits for a few flush intervals of bfserver's image.
+func waitFlush(s *server) {
+	if s.cmd != nil {
+		time.Sleep(3 * time.Second) // three --flush-interval 1s flushes
+	}
+}
+
+// ---- scenarios ----
+
+func five(s *server) {
+	smp := newSampler(func() []int { return []int{s.pid} })
+	keys := []string{"f0", "f1", "f2", "f3", "f4"}
+	c := s.client()
+	smp.enter("reserve and 20,000 adds each")
+	for _, k := range keys {
+		check(c.Do(context.Background(), "BF.RESERVE", k, "0.001", "100000000").Err())
+		addItems(c, k, 20000)
+	}
+	smp.enter("flush (3 s)")
+	waitFlush(s)
+	smp.enter("snapshot")
+	ok := snapshot(s)
+	smp.enter("restart after kill -9")
+	s.kill()
+	if s.cmd != nil {
+		s.launch()
+	} else {
+		restartRBProcess(s)
+	}
+	c.Close()
+	c = s.client()
+	for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
+		time.Sleep(10 * time.Millisecond) // polling the first read
+	}
+	smp.enter("steady (2 s)")
+	time.Sleep(2 * time.Second) // watching memory settle
+	smp.close()
+	c.Close()
+	name := s.name
+	if !ok {
+		name += " (SAVE refused: no snapshot phase)"
+	}
+	smp.report(name, sizeOf(s, keys))
+	s.stop()
+}
+
+func big(s *server) {
+	smp := newSampler(func() []int { return []int{s.pid} })
+	c := s.client()
+	smp.enter("reserve and fill 1 GiB")
+	check(c.Do(context.Background(), "BF.RESERVE", "big", "0.01", "900000000", "NONSCALING").Err())
+	fillRandom(c, "big")
+	smp.enter("flush (3 s)")
+	waitFlush(s)
+	smp.enter("snapshot")
+	snapshot(s)
+	smp.enter("adds after (100,000)")
+	addItems(c, "big", 100000)
+	smp.enter("restart after kill -9")
+	s.kill()
+	if s.cmd != nil {
+		s.launch()
+	} else {
+		restartRBProcess(s)
+	}
+	c.Close()
+	c = s.client()
+	for c.Do(context.Background(), "BF.EXISTS", "big", "item:1").Val() != int64(1) {
+		time.Sleep(10 * time.Millisecond) // polling the first read
+	}
+	smp.close()
+	c.Close()
+	smp.report(s.name, sizeOf(s, []string{"big"}))
+	s.stop()
+}
+
+// restartRBProcess starts RedisBloom again on its directory, which loads
+// its AOF.
+func restartRBProcess(s *server) {
+	conf := []string{strconv.Itoa(s.port), "--appendonly", "yes", "--appendfsync", "always", "--dir", s.dir}
+	out, err := exec.Command(*redisbloom, conf...).Output()
+	check(err)
+	s.pid, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	check(err)
+	s.waitReady()
+}
+
+func small(s *server) {
+	c := s.client()
+	ctx := context.Background()
+	check(c.Do(ctx, "MEMORY", "PURGE").Err())
+	usedBefore, rssBefore := usedMemory(c), pss(s.pid)
+	const n = 100000
+	p := c.Pipeline()
+	for i := 0; i < n; i++ {
+		p.Do(ctx, "BF.ADD", "tenant:"+strconv.Itoa(i), "x")
+		if i%1000 == 999 {
+			_, err := p.Exec(ctx)
+			check(err)
+		}
+	}
+	time.Sleep(3 * time.Second) // a flush, for bfserver
+	c.Do(ctx, "MEMORY", "PURGE")
+	used, rss := usedMemory(c), pss(s.pid)
+	fmt.Printf("%s, %d auto-created filters: used_memory %.1f MiB (%.0f bytes per filter beyond the empty server's %.1f MiB), RSS %.1f MiB (%.0f bytes per filter beyond %.1f MiB)\n",
+		s.name, n, mib(used), float64(used-usedBefore)/n, mib(usedBefore), mib(rss), float64(rss-rssBefore)/n, mib(rssBefore))
+	c.Close()
+	s.stop()
+}
+
+func usedMemory(c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "memory").Result()
+	check(err)
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func cluster(bin string) {
+	ips := []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"}
+	var nodes []*server
+	for i, ip := range ips {
+		dir, err := os.MkdirTemp("", "bfmemcluster")
+		check(err)
+		s := &server{name: fmt.Sprintf("n%d", i+1), bin: bin, dir: dir, host: ip}
+		s.port, s.raftPort = freePortOn(ip), freePortOn(ip)
+		s.args = []string{"--addr", fmt.Sprintf("%s:%d", ip, s.port), "--raft-addr", fmt.Sprintf("%s:%d", ip, s.raftPort),
+			"--data-dir", dir, "--node-id", s.name, "--flush-interval", "1s"}
+		if i > 0 {
+			s.args = append(s.args, "--join", fmt.Sprintf("%s:%d", ips[0], nodes[0].port))
+		}
+		s.cmd = exec.Command(bin, s.args...)
+		check(s.cmd.Start())
+		s.pid = s.cmd.Process.Pid
+		nodes = append(nodes, s)
+	}
+	for _, n := range nodes {
+		n.waitInfo("raft_num_members:3")
+	}
+	leader := nodes[0]
+	for _, n := range nodes {
+		if n.info("raft_role") == "leader" {
+			leader = n
+		}
+	}
+	var followers []*server
+	for _, n := range nodes {
+		if n != leader {
+			followers = append(followers, n)
+		}
+	}
+	rejoiner := followers[1]
+	samplers := map[*server]*sampler{}
+	for _, n := range nodes {
+		n := n
+		samplers[n] = newSampler(func() []int { return []int{n.pid} })
+		samplers[n].enter("load")
+	}
+	c := leader.client()
+	check(c.Do(context.Background(), "BF.RESERVE", "f", "0.001", "100000000").Err())
+	addItems(c, "f", 20000)
+	c.Close()
+	for _, n := range nodes {
+		samplers[n].enter("snapshot")
+	}
+	snapshot(leader)
+	for _, f := range followers {
+		snapshot(f)
+	}
+	for _, n := range nodes {
+		samplers[n].enter("a wiped follower rejoins")
+	}
+	rejoiner.kill()
+	os.RemoveAll(rejoiner.dir)
+	os.MkdirAll(rejoiner.dir, 0o755)
+	began := time.Now()
+	rejoiner.cmd = exec.Command(bin, rejoiner.args...)
+	check(rejoiner.cmd.Start())
+	rejoiner.pid = rejoiner.cmd.Process.Pid
+	rc := rejoiner.client()
+	for {
+		rc.Do(context.Background(), "CONSISTENCY", "STALE")
+		if v, _ := rc.Do(context.Background(), "BF.EXISTS", "f", "item:19999").Int(); v == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the rejoined node
+	}
+	caught := time.Since(began)
+	rc.Close()
+	for _, n := range nodes {
+		samplers[n].enter("steady (2 s)")
+	}
+	time.Sleep(2 * time.Second) // watching memory settle
+	size := sizeOf(leader, []string{"f"})
+	fmt.Printf("three nodes (%s), the rejoiner caught up in %v:\n", filepath.Base(bin), caught.Round(time.Millisecond))
+	for _, n := range nodes {
+		samplers[n].close()
+		role := "follower"
+		if n == leader {
+			role = "leader"
+		} else if n == rejoiner {
+			role = "rejoining follower"
+		}
+		samplers[n].report("  "+n.name+" ("+role+")", size)
+	}
+	for _, n := range nodes {
+		n.stop()
+	}
+}
+
+func freePortOn(ip string) int {
+	ln, err := net.Listen("tcp", ip+":0")
+	check(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (s *server) info(field string) string {
+	c := s.client()
+	defer c.Close()
+	info, _ := c.Info(context.Background(), "replication").Result()
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func (s *server) waitInfo(want string) {
+	k, v, _ := strings.Cut(want, ":")
+	deadline := time.Now().Add(60 * time.Second)
+	for s.info(k) != v {
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("%s never reported %s", s.name, want))
+		}
+		time.Sleep(50 * time.Millisecond) // polling INFO
+	}
+}
+
+// dropCaches empties the page cache, so reads come from the disk.
+func dropCaches() {
+	syscall.Sync()
+	check(os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200))
+}
+
+// rawRead is the time to read every file under dir with 1 MiB reads,
+// as cat does, from a cold page cache.
+func rawRead(dir string) (time.Duration, int64) {
+	dropCaches()
+	began := time.Now()
+	var total int64
+	buf := make([]byte, 1<<20)
+	filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		n, _ := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+		total += n
+		f.Close()
+		return nil
+	})
+	return time.Since(began), total
+}
+
+func restart(bin string) {
+	s := startBF(bin, "--flush-interval", "1s")
+	c := s.client()
+	keys := []string{"f0", "f1", "f2", "f3", "f4"}
+	for _, k := range keys {
+		check(c.Do(context.Background(), "BF.RESERVE", k, "0.001", "100000000").Err())
+		fillRandom(c, k) // every page of the image written
+		addItems(c, k, 20000)
+	}
+	c.Close()
+	size := sizeOf(s, keys)
+	var ratios []float64
+	for r := 0; r < *runs; r++ {
+		waitFlush(s)
+		s.kill()
+		raw, bytes := rawRead(filepath.Join(s.dir, "image"))
+		dropCaches()
+		began := time.Now()
+		s.cmd = exec.Command(s.bin, s.args...)
+		check(s.cmd.Start())
+		s.pid = s.cmd.Process.Pid
+		c = s.client()
+		for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
+			time.Sleep(2 * time.Millisecond) // polling the first read
+		}
+		first := time.Since(began)
+		c.Close()
+		ratios = append(ratios, first.Seconds()/raw.Seconds())
+		fmt.Printf("%s holding %.0f MiB of filters (image %.0f MiB): first read %v after a cold start; raw read of the image %v; ratio %.2f\n",
+			s.name, mib(size), mib(bytes), first.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds())
+	}
+	slices.Sort(ratios)
+	fmt.Printf("%s: median ratio %.2f\n", s.name, ratios[len(ratios)/2])
+	s.stop()
+}
+
+func restartRB() {
+	s := startRB()
+	c := s.client()
+	keys := []string{"f0", "f1", "f2", "f3", "f4"}
+	for _, k := range keys {
+		check(c.Do(context.Background(), "BF.RESERVE", k, "0.001", "100000000").Err())
+		fillRandom(c, k)
+		addItems(c, k, 20000)
+	}
+	check(c.Do(context.Background(), "BGREWRITEAOF").Err()) // an RDB preamble, as a long-running server has
+	time.Sleep(3 * time.Second)                             // the rewrite of ~1 GiB
+	c.Close()
+	for r := 0; r < *runs; r++ {
+		s.kill()
+		raw, bytes := rawRead(s.dir)
+		dropCaches()
+		began := time.Now()
+		restartRBProcess(s)
+		c = s.client()
+		for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
+			time.Sleep(2 * time.Millisecond) // polling the first read
+		}
+		first := time.Since(began)
+		c.Close()
+		fmt.Printf("%s (AOF with RDB preamble, %.0f MiB): first read %v after a cold start; raw read %v; ratio %.2f\n",
+			s.name, mib(bytes), first.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds())
+	}
+	s.kill()
+}

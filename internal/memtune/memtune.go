@@ -1,0 +1,97 @@
+// Package memtune keeps the Go runtime's garbage from costing a node as
+// much again as its filters. With the default GOGC of 100 the heap may
+// grow to twice what is live before a collection, and a node's live heap
+// is mostly its filters: a node holding 1 GiB of filters could sit at
+// 2 GiB. After every collection, Run sets GOGC so that the garbage allowed
+// is at most Headroom bytes, or a twentieth of the live heap when that is
+// more (never more than the default 100), and a soft memory limit a little
+// above that, so that the runtime also returns freed pages to the kernel
+// promptly instead of keeping them for later. Filter arrays hold no
+// pointers, so a collection costs little however large they are: more
+// frequent cycles are cheap.
+package memtune
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Options configure Run.
+type Options struct {
+	// Headroom is the garbage the heap may hold beyond what is live before
+	// a collection, when that is more than a tenth of the live heap.
+	// Default 64 MiB.
+	Headroom uint64
+}
+
+// idleCheck is how often Run looks for garbage no allocation will collect.
+const idleCheck = 5 * time.Second
+
+// Run tunes GOGC after every garbage collection until ctx ends.
+func Run(ctx context.Context, o Options) {
+	if o.Headroom == 0 {
+		o.Headroom = 64 << 20
+	}
+	gcs := make(chan struct{}, 1)
+	arm(gcs, ctx)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	idle := time.NewTicker(idleCheck)
+	defer idle.Stop()
+	var ms runtime.MemStats
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle.C:
+			// A burst (a LOADCHUNK stream, a snapshot) can leave garbage
+			// that no later allocation collects: collect it, and give the
+			// pages back, once it is worth half the headroom.
+			metrics.Read(sample)
+			runtime.ReadMemStats(&ms)
+			if live := sample[0].Value.Uint64(); ms.HeapAlloc > live+o.Headroom/2 || ms.HeapIdle-ms.HeapReleased > o.Headroom/2 {
+				debug.FreeOSMemory()
+			}
+			continue
+		case <-gcs:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			continue
+		}
+		live := sample[0].Value.Uint64()
+		p := Percent(live, o.Headroom)
+		debug.SetGCPercent(p)
+		// The heap's goal, plus room for stacks, runtime metadata and the
+		// next burst of allocation: above it the scavenger gives pages back.
+		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + o.Headroom))
+	}
+}
+
+// Percent is the GOGC that lets the heap grow by headroom beyond live, at
+// least a twentieth of live and at most 100.
+func Percent(live, headroom uint64) int {
+	if live == 0 {
+		return 100
+	}
+	p := headroom * 100 / live
+	return int(max(5, min(100, p)))
+}
+
+// arm sends on ch after the next collection, and again after each one,
+// until ctx ends: a finalizer runs once the object it guards is collected.
+func arm(ch chan struct{}, ctx context.Context) {
+	s := new([16]byte)
+	runtime.SetFinalizer(s, func(*[16]byte) {
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		arm(ch, ctx)
+	})
+}

@@ -1,0 +1,50 @@
+package memtune
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	for _, c := range []struct {
+		live, headroom uint64
+		want           int
+	}{{0, 64 << 20, 100}, {32 << 20, 64 << 20, 100}, {640 << 20, 64 << 20, 10}, {128 << 20, 64 << 20, 50}, {10 << 30, 64 << 20, 5}} {
+		if got := Percent(c.live, c.headroom); got != c.want {
+			t.Errorf("Percent(%d, %d) = %d, want %d", c.live, c.headroom, got, c.want)
+		}
+	}
+}
+
+// TestRunFollowsTheLiveHeap: with 512 MiB live, GOGC comes down to the
+// floor after the next collection.
+func TestRunFollowsTheLiveHeap(t *testing.T) {
+	defer debug.SetGCPercent(100)
+	defer debug.SetMemoryLimit(math.MaxInt64)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Run(ctx, Options{})
+	live := make([]uint64, 64<<20) // 512 MiB, no pointers
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if p := debug.SetGCPercent(-1); p != 100 && p > 0 {
+			debug.SetGCPercent(p)
+			if p != 12 && p != 10 {
+				t.Fatalf("GOGC %d with 512 MiB live", p)
+			}
+			break
+		} else {
+			debug.SetGCPercent(p)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("GOGC never followed the live heap")
+		}
+		time.Sleep(10 * time.Millisecond) // letting the tuner run after the collection
+	}
+	runtime.KeepAlive(live)
+}
