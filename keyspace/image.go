@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"sync/atomic"
 
 	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/scalable"
@@ -202,7 +201,7 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 }
 
 func encodeMeta(v *Value) []byte {
-	ver := atomic.LoadUint64(&v.Ver)
+	ver := v.stamp() // Apply is excluded: no stamp moves
 	b := []byte{metaVersion, byte(v.Kind)}
 	if ver != 0 {
 		b[0] = metaVersionVer
@@ -245,7 +244,12 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 		if len(body) < 8 {
 			return ErrCorruptImage
 		}
-		v.Ver, body = binary.LittleEndian.Uint64(body), body[8:]
+		s := binary.LittleEndian.Uint64(body)
+		if s >= 1<<56 {
+			return ErrCorruptImage
+		}
+		v.setStamp(s)
+		body = body[8:]
 	}
 	var err error
 	switch v.Kind {

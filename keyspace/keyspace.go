@@ -41,20 +41,21 @@ func (k Kind) TypeName() string {
 
 // Value is what a key holds. Exactly one of Bloom, Cuckoo, Str is set.
 type Value struct {
-	Kind     Kind
+	Kind Kind
+	// ver is the stamp of the key's last touch, for WATCH (watch.go), in
+	// the 7 bytes that would otherwise pad Kind: the Value stays in its
+	// 48-byte size class. 0 until one; under the db's mu.
+	ver      [7]byte
 	Bloom    *scalable.Chain
 	Cuckoo   *scalable.Cuckoo
 	Str      string // immutable: SET replaces it
 	ExpireAt int64  // unix ms; 0 = no expiry
-	// Ver is the stamp of the key's last touch, for WATCH (watch.go); 0
-	// until one. Apply stores it atomically; WATCH loads it.
-	Ver uint64
 }
 
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
 
 type db struct {
-	mu   sync.RWMutex // guards keys and every Value's ExpireAt
+	mu   sync.RWMutex // guards keys and every Value's ExpireAt and ver
 	keys map[string]*Value
 }
 

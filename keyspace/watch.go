@@ -25,7 +25,8 @@ import (
 // no two touches share a stamp (but for one flush's keys, which all go
 // missing at once, and take one stamp: the order a map is walked in must
 // decide nothing). A live key keeps the stamp of its last
-// touch in Value.Ver (8 bytes per key). A missing key cannot hold one: a
+// touch in 7 bytes of its Value that were padding (no byte more per key;
+// 2^56 stamps last centuries). A missing key cannot hold one: a
 // touch of a missing key (CF.DEL on it, a deletion) stamps its slot in a
 // fixed table of goneSlots stamps, by a hash of its database and name,
 // allocated a page at a time as slots are first used. Two missing keys
@@ -100,11 +101,30 @@ func (k *Keyspace) touch(dbi uint8, key []byte, now int64) {
 	}
 	stamp := w.tick()
 	if v := k.get(dbi, key); v != nil && !v.expired(now) {
-		atomic.StoreUint64(&v.Ver, stamp)
+		d := k.db(dbi)
+		d.mu.Lock()
+		v.setStamp(stamp)
+		d.mu.Unlock()
 		k.changed(dbi, key) // the image keeps the version with the key
 		return
 	}
 	w.setGone(goneSlot(dbi, key), stamp)
+}
+
+// stamp is the value's last stamp (7 bytes, little endian). The caller
+// holds the db's mu, or is Apply.
+func (v *Value) stamp() uint64 {
+	var b [8]byte
+	copy(b[:], v.ver[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// setStamp sets the value's stamp, below 2^56. The caller holds the db's
+// mu for writing, or nobody else sees the value yet.
+func (v *Value) setStamp(s uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], s)
+	copy(v.ver[:], b[:7])
 }
 
 // tick gives the next stamp.
@@ -132,7 +152,7 @@ func (k *Keyspace) version(dbi uint8, key []byte, now int64) uint64 {
 	v := d.lookup(key, now)
 	var ver uint64
 	if v != nil {
-		ver = atomic.LoadUint64(&v.Ver)
+		ver = v.stamp()
 	}
 	d.mu.RUnlock()
 	if v != nil {

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/bfserver/bfserver/command"
 )
@@ -58,17 +59,25 @@ func TestWatchMeta(t *testing.T) {
 	if m := encodeMeta(v); m[0] != metaVersion {
 		t.Fatalf("unversioned key written as metadata version %d", m[0])
 	}
-	v.Ver = 42
+	v.setStamp(42)
 	m := encodeMeta(v)
 	k := New()
 	if err := k.LoadValue(0, "s", m, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	got := k.Lookup(0, []byte("s"), 0)
-	if got.Ver != 42 || got.Str != "v" || got.ExpireAt != 5 {
+	if got.stamp() != 42 || got.Str != "v" || got.ExpireAt != 5 {
 		t.Fatalf("loaded %+v", got)
 	}
 	if err := k.LoadValue(0, "t", m[:12], 1<<20); err != ErrCorruptImage {
 		t.Fatalf("truncated versioned metadata: %v", err)
+	}
+}
+
+// TestWatchValueSize: the version takes no byte per key: it lives in what
+// was Kind's padding, and a Value stays in Go's 48-byte size class.
+func TestWatchValueSize(t *testing.T) {
+	if n := unsafe.Sizeof(Value{}); n > 48 {
+		t.Fatalf("a Value is %d bytes, over the 48-byte size class", n)
 	}
 }
