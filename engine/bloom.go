@@ -70,11 +70,15 @@ func SizeBloom(entries uint64, errRate float64) (p BloomParams, ok bool) {
 	return p, true
 }
 
-// Validate applies bloom_validate_integrity to parameters read from a dump
-// header, plus guards C does not need (NaN, absurd hash counts) so that a
-// hostile header cannot make every lookup loop for seconds.
+// Validate applies RedisBloom 8.8's bloom_validate_integrity to parameters
+// read from a dump header: error ≤ 0 or ≥ 1 is refused but NaN passes, as
+// it does there (such a link answers like any other and cannot grow), and
+// so does a bits-per-entry that gives 0 hashes. Beyond C it refuses a NaN
+// or infinite bits-per-entry and more than MaxHashes hashes, which
+// RedisBloom takes (a NaN bpe matches 2^31 hashes there), so that a hostile
+// header cannot make every lookup loop for seconds.
 func (p *BloomParams) Validate() bool {
-	if !(p.Error > 0) || p.Error >= 1 || p.N2 > 63 || p.Bits == 0 {
+	if p.Error <= 0 || p.Error >= 1 || p.N2 > 63 || p.Bits == 0 {
 		return false
 	}
 	if p.N2 != 0 && p.Bits < uint64(1)<<p.N2 {

@@ -182,7 +182,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 			return Result{Null: true}
 		case v.Kind != KindString:
 			return Result{Bytes: []byte("raw")}
-		case len(v.Str) <= 44:
+		case intEncoded(v.Str):
+			return Result{Bytes: []byte("int")}
+		case len(v.Str) <= embstrMax:
 			return Result{Bytes: []byte("embstr")}
 		}
 		return Result{Bytes: []byte("raw")}
@@ -191,7 +193,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v == nil {
 			return Result{Null: true}
 		}
-		return Result{Int: int64(MemoryUsage(v)) + int64(len(c.Key)) + 16}
+		return Result{Int: int64(KeyMemoryUsage(c.Key, v))}
 	case command.Digest:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		if v == nil {

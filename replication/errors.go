@@ -18,7 +18,7 @@ var (
 	// errTellAhead: a committed index too far beyond this node's log.
 	errTellAhead = errors.New("committed index out of range")
 	// errForbidden: a peer forwarded a command no RESP layer proposes
-	// (membership, or over this leader's byte cap).
+	// (membership changes travel their own way).
 	errForbidden = errors.New("forwarded command not allowed")
 	// errHalted: this node met a log entry it cannot apply and stopped.
 	errHalted = errors.New("this node stopped at a log entry it cannot apply")

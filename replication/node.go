@@ -105,8 +105,10 @@ type Options struct {
 	// certificate from the cluster's CA may take part.
 	TLS *TLS
 	// MaxFilterBytes is the largest per-filter byte cap a forwarded command
-	// may carry: what this node's RESP layer stamps on its own. Default
-	// 512 MiB.
+	// is applied with: what this node's RESP layer stamps on its own (a
+	// larger cap from a peer is lowered to it). cmd/bfserver passes the
+	// resolved --max-filter-bytes (by default the node's memory). Default
+	// here 512 MiB.
 	MaxFilterBytes uint64
 	// ImageFS is the image's filesystem. Default: the operating system's.
 	// Tests inject failing ones.
@@ -249,6 +251,10 @@ type Node struct {
 	shutOnce sync.Once
 }
 
+// imageMaxValue is the least per-filter size the image loads: persistence's
+// default, whatever the cap now.
+const imageMaxValue = 4 << 30
+
 // Open starts a node: it loads the stored image, recovers a newer snapshot
 // if a crash left one unapplied, and starts Raft.
 func Open(opts Options) (*Node, error) {
@@ -270,7 +276,12 @@ func Open(opts Options) (*Node, error) {
 	n.holders, n.leaseWake, n.nudges = newHolders(n.tell), make(chan struct{}, 1), make(chan struct{}, 1)
 	n.disk.log = n.log
 	var err error
-	if n.store, err = persistence.Open(persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger}); err != nil {
+	// The image loads every filter this node's cap lets it create (the
+	// default cap follows the machine's memory, past the image's 4 GiB
+	// default), so what was accepted is never refused at the next start.
+	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
+		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes)}
+	if n.store, err = persistence.Open(imageOpts); err != nil {
 		return nil, err
 	}
 	if n.fsm, err = newFSM(n.store, n.log); err != nil {
@@ -377,6 +388,12 @@ func (n *Node) startRaft() error {
 		if err := n.raft.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			return err
 		}
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		n.configured(f.Configuration()) // the voters, before any election
+	}
+	if sole && n.voters.Load() != 1 {
+		n.soleStart.Store(false) // the image said alone; the log says otherwise
 	}
 	observations := make(chan raft.Observation, 16)
 	n.raft.RegisterObserver(raft.NewObserver(observations, false, func(o *raft.Observation) bool {

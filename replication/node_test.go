@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
 )
 
 func freeAddr(t *testing.T) string {
@@ -170,6 +171,11 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 	cf := func(item string) []*command.Cmd {
 		return []*command.Cmd{{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte(item)}, Capacity: 1024, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 20}}
 	}
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := n.Write(ctx, cf("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +216,39 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 	}
 	if got := info(); got != 52 {
 		t.Fatalf("after the election %d items, want 52", got)
+	}
+}
+
+// TestForwardLowersTheCap: a write forwarded with a per-filter cap above
+// the leader's is applied under the leader's (a follower on a bigger
+// machine has a bigger default cap): a filter that fits the leader's cap is
+// created, one that does not is refused as too large, not the whole write.
+func TestForwardLowersTheCap(t *testing.T) {
+	n, err := Open(Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), MaxFilterBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	reserve := func(key string, capacity uint64) *command.Cmd {
+		return &command.Cmd{Op: command.BFReserve, Key: []byte(key), ErrorRate: 0.01, Capacity: capacity, Expansion: 2, MaxBytes: 1 << 30}
+	}
+	// 1,000 items: 1.2 KB; 10 million: 12 MB, over the leader's 1 MiB.
+	_, out, err := n.Forward(ctx, command.EncodeBatch([]*command.Cmd{reserve("small", 1000), reserve("big", 10_000_000)}))
+	if err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	res, err := keyspace.DecodeResults(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Err != nil || res[1].Err != keyspace.ErrTooLarge {
+		t.Fatalf("results %+v, want the small filter created and the big one too large", res)
 	}
 }

@@ -311,11 +311,17 @@ func (n *Node) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Resul
 	}
 }
 
-// waitLeaderChange polls briefly for a leader to be known.
+// waitLeaderChange polls briefly for a leader to be known: a second, or
+// the write timeout for a lone voter, which will elect itself (a loaded
+// machine may take longer than a second to).
 func (n *Node) waitLeaderChange(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	deadline := time.Now().Add(time.Second)
+	wait := time.Second
+	if n.voters.Load() == 1 {
+		wait = n.opts.WriteTimeout
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		select {
 		case <-ctx.Done():
@@ -402,7 +408,10 @@ func (n *Node) waitApplied(ctx context.Context, i uint64) error {
 
 // Forward proposes a batch a follower forwarded (on the leader) and
 // returns its index and encoded results. Every command must pass
-// command.Validate, and be one a RESP layer proposes.
+// command.Validate, and be one a RESP layer proposes. A per-filter byte cap
+// above this leader's is lowered to it: by default each node's cap follows
+// its own memory, and a write from a node with more must not fail for it,
+// nor create a filter this leader would refuse its own clients.
 func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error) {
 	cmds, err := command.DecodeBatch(batch)
 	if err != nil {
@@ -412,9 +421,10 @@ func (n *Node) Forward(ctx context.Context, batch []byte) (uint64, []byte, error
 		if err := command.Validate(c); err != nil {
 			return 0, nil, err
 		}
-		if c.Op == command.SetMember || c.Op == command.DelMember || c.MaxBytes > n.opts.MaxFilterBytes {
+		if c.Op == command.SetMember || c.Op == command.DelMember {
 			return 0, nil, errForbidden
 		}
+		c.MaxBytes = min(c.MaxBytes, n.opts.MaxFilterBytes)
 	}
 	if !n.IsLeader() {
 		return 0, nil, command.ErrNoLeader

@@ -66,10 +66,28 @@ func init() {
 			s.w.Simple("OK")
 		}},
 		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: []string{"@read", "@slow"},
-			parse: func(s *session, a [][]byte) (command.Cmd, string) {
-				return command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
-			}, render: renderMemUsage},
+			parse: parseMemoryUsage, render: renderMemUsage},
 	}})
+}
+
+// parseMemoryUsage is MEMORY USAGE key [SAMPLES count]: options are
+// checked before the key, as memoryCommand does. The count is parsed and
+// otherwise unused: a filter's size does not depend on sampling.
+func parseMemoryUsage(s *session, a [][]byte) (command.Cmd, string) {
+	for j := 3; j < len(a); j++ {
+		if !strings.EqualFold(string(a[j]), "SAMPLES") || j+1 >= len(a) {
+			return command.Cmd{}, msgSyntax
+		}
+		n, ok := parseLL(a[j+1])
+		if !ok {
+			return command.Cmd{}, msgNotInteger
+		}
+		if n < 0 {
+			return command.Cmd{}, msgSyntax
+		}
+		j++
+	}
+	return command.Cmd{Op: command.MemUsage, Key: a[2]}, ""
 }
 
 func parseKeys(op command.Op) func(*session, [][]byte) (command.Cmd, string) {

@@ -169,8 +169,8 @@ func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 		return false, ErrNonScalingFull
 	}
 	p, ok := engine.SizeBloom(cur.Entries*uint64(c.Growth), cur.Error*tightening)
-	if !ok {
-		return false, ErrGrow
+	if !ok || p.Bytes >= Unallocatable || c.Bytes() >= Unallocatable-p.Bytes {
+		return false, ErrGrow // RedisBloom's bloom_init fails, or its calloc would
 	}
 	if p.Bytes > maxBytes || c.Bytes() > maxBytes-p.Bytes {
 		return false, ErrTooLarge
@@ -232,8 +232,20 @@ func (c *Chain) Debug() []string {
 }
 
 // FormatG formats like C's printf %g (Go's %.6g matches it, exponent digits
-// included).
-func FormatG(f float64) string { return fmt.Sprintf("%.6g", f) }
+// included; glibc spells NaN and infinity "nan", "-nan", "inf", "-inf").
+func FormatG(f float64) string {
+	switch {
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan"
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return fmt.Sprintf("%.6g", f)
+}
 
 const (
 	chainHeaderSize = 20
@@ -293,65 +305,81 @@ func (c *Chain) Chunk(pos int64) (next int64, data []byte) {
 	return pos + int64(n), data
 }
 
-// ParseChainHeader decodes and validates a dump header
-// (SB_NewChainFromHeader) and allocates the chain, refusing any whose bit
-// arrays would exceed maxBytes before allocating anything.
-func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
+// decodeLink reads link i of a dump header whose length was checked: its
+// parameters and the count of items it took.
+func decodeLink(buf []byte, i int) (engine.BloomParams, uint64) {
+	b := buf[chainHeaderSize+linkHeaderSize*i:]
+	return engine.BloomParams{
+		Bytes:   binary.LittleEndian.Uint64(b[0:]),
+		Bits:    binary.LittleEndian.Uint64(b[8:]),
+		Error:   math.Float64frombits(binary.LittleEndian.Uint64(b[24:])),
+		BPE:     math.Float64frombits(binary.LittleEndian.Uint64(b[32:])),
+		Hashes:  binary.LittleEndian.Uint32(b[40:]),
+		Entries: binary.LittleEndian.Uint64(b[44:]),
+		N2:      b[52],
+	}, binary.LittleEndian.Uint64(b[16:])
+}
+
+// ChainHeaderBytes applies every check SB_NewChainFromHeader makes to a
+// dump header (its length against the link count, each link's
+// bloom_validate_integrity, then the chain's options and that the links'
+// counts sum to the chain's; bit arrays of Unallocatable bytes or more,
+// whose calloc fails there, are bad data too) and returns the memory the
+// chain would take: its bit arrays plus each link's bookkeeping, so that a
+// header of millions of tiny links cannot pass a cap either. It allocates
+// nothing: a header is judged by RedisBloom's rules first, and only a
+// valid one meets the caller's cap.
+func ChainHeaderBytes(buf []byte) (uint64, error) {
 	if len(buf) < chainHeaderSize {
-		return nil, ErrBadHeader
+		return 0, ErrBadHeader
 	}
 	size := binary.LittleEndian.Uint64(buf[0:])
 	n := binary.LittleEndian.Uint32(buf[8:])
-	c := &Chain{
-		Options: binary.LittleEndian.Uint32(buf[12:]),
-		Growth:  binary.LittleEndian.Uint32(buf[16:]),
-	}
+	options := binary.LittleEndian.Uint32(buf[12:])
 	if n == 0 || uint64(len(buf)) != chainHeaderSize+linkHeaderSize*uint64(n) {
-		return nil, ErrBadHeader
+		return 0, ErrBadHeader
 	}
-	params := make([]engine.BloomParams, n)
-	sizes := make([]uint64, n)
-	var total, bytes uint64
-	for i := range params {
-		b := buf[chainHeaderSize+linkHeaderSize*i:]
-		p := engine.BloomParams{
-			Bytes:   binary.LittleEndian.Uint64(b[0:]),
-			Bits:    binary.LittleEndian.Uint64(b[8:]),
-			Error:   math.Float64frombits(binary.LittleEndian.Uint64(b[24:])),
-			BPE:     math.Float64frombits(binary.LittleEndian.Uint64(b[32:])),
-			Hashes:  binary.LittleEndian.Uint32(b[40:]),
-			Entries: binary.LittleEndian.Uint64(b[44:]),
-			N2:      b[52],
+	var total, bits uint64
+	for i := 0; i < int(n); i++ {
+		p, items := decodeLink(buf, i)
+		if !p.Validate() || items > math.MaxUint64-total {
+			return 0, ErrBadHeader
 		}
-		if !p.Validate() {
-			return nil, ErrBadHeader
-		}
-		sizes[i] = binary.LittleEndian.Uint64(b[16:])
-		if sizes[i] > math.MaxUint64-total {
-			return nil, ErrBadHeader
-		}
-		total += sizes[i]
-		// Count each link's bookkeeping too, so that a header of millions
-		// of tiny links cannot allocate far past the cap.
-		need := p.Bytes + linkStructSize
-		if need > maxBytes || bytes > maxBytes-need {
-			return nil, ErrTooLarge
-		}
-		bytes += need
-		params[i] = p
+		total += items
+		// Validate bounds Bytes by MaxUint64/8: the sum stays below 2^62.
+		bits = min(bits+p.Bytes, Unallocatable)
 	}
-	if c.Options&^optAll != 0 || total != size {
-		return nil, ErrBadHeader
+	if options&^optAll != 0 || total != size || bits >= Unallocatable {
+		return 0, ErrBadHeader
 	}
-	chain := newChain(params[0], c.Options, c.Growth)
-	chain.first.size.Store(sizes[0])
+	return bits + linkStructSize*uint64(n), nil
+}
+
+// ParseChainHeader decodes and validates a dump header
+// (SB_NewChainFromHeader) and allocates the chain. A valid header whose
+// chain would take more than maxBytes (see ChainHeaderBytes) is refused
+// with ErrTooLarge before anything is allocated.
+func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
+	need, err := ChainHeaderBytes(buf)
+	if err != nil {
+		return nil, err
+	}
+	if need > maxBytes {
+		return nil, ErrTooLarge
+	}
+	n := int(binary.LittleEndian.Uint32(buf[8:]))
+	options, growth := binary.LittleEndian.Uint32(buf[12:]), binary.LittleEndian.Uint32(buf[16:])
+	p, items := decodeLink(buf, 0)
+	chain := newChain(p, options, growth)
+	chain.first.size.Store(items)
 	if n > 1 {
 		links := make([]*Link, n)
 		links[0] = &chain.first
-		for i := 1; i < len(links); i++ {
+		for i := 1; i < n; i++ {
+			p, items := decodeLink(buf, i)
 			links[i] = new(Link)
-			links[i].Init(params[i])
-			links[i].size.Store(sizes[i])
+			links[i].Init(p)
+			links[i].size.Store(items)
 		}
 		chain.links.Store(&links)
 	}

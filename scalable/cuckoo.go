@@ -326,12 +326,15 @@ func (c *Cuckoo) Chunk(pos int64) (next int64, data []byte, ok bool) {
 	return 0, nil, false
 }
 
-// ParseCuckooHeader validates a 38-byte header (CuckooFilter_ValidateIntegrity)
-// and allocates the filter, refusing one larger than maxBytes before any
-// allocation. numFilters is truncated to 16 bits first, as RedisBloom does.
-func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
+// decodeCuckooHeader reads a 38-byte header's fields and applies the
+// checks CF.LOADCHUNK makes (CuckooFilter_ValidateIntegrity): bucket size
+// in [1, 255], at least one sub-filter once numFilters is truncated to the
+// 16 bits RedisBloom keeps (2^64−1 is 65535, 65537 is 1, 65536 is none),
+// max iterations ≥ 1, expansion ≤ 32768 and 0 only with one sub-filter,
+// and a power-of-two bucket count below 2^56.
+func decodeCuckooHeader(b []byte) (*Cuckoo, int, error) {
 	if len(b) != CuckooHeaderSize {
-		return nil, ErrBadHeader
+		return nil, 0, ErrBadHeader
 	}
 	c := &Cuckoo{
 		numItems:      binary.LittleEndian.Uint64(b[0:]),
@@ -345,19 +348,66 @@ func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
 	if c.bucketSize < 1 || c.bucketSize > 255 || nf < 1 || c.maxIterations < 1 ||
 		c.expansion > 32768 || (c.expansion == 0 && nf != 1) ||
 		c.numBuckets == 0 || c.numBuckets&(c.numBuckets-1) != 0 || c.numBuckets >= 1<<56 {
-		return nil, ErrBadHeader
+		return nil, 0, ErrBadHeader
+	}
+	return c, nf, nil
+}
+
+// wideBuckets is the bucket count RedisBloom gives sub-filter i of a
+// loaded header, numBuckets × expansion^i in its 56-bit field; ok is false
+// past 2^56.
+func (c *Cuckoo) wideBuckets(i int) (uint64, bool) {
+	g := math.Pow(float64(c.expansion), float64(i))
+	if g >= 1<<56 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(c.numBuckets, uint64(g))
+	if hi != 0 || lo >= 1<<56 {
+		return 0, false
+	}
+	return lo, true
+}
+
+// CuckooHeaderBytes validates a CF dump header as CF.LOADCHUNK does and
+// returns the bytes its sub-filters would take, allocating nothing. Sub-
+// filters of Unallocatable bytes or more, which RedisBloom cannot calloc,
+// make it ErrBadHeader as well.
+func CuckooHeaderBytes(b []byte) (uint64, error) {
+	c, nf, err := decodeCuckooHeader(b)
+	if err != nil {
+		return 0, err
 	}
 	var total uint64
 	for i := 0; i < nf; i++ {
-		nb := c.subBuckets(i)
-		if nb == 0 {
+		nb, ok := c.wideBuckets(i)
+		if !ok {
+			return 0, ErrBadHeader
+		}
+		total += nb * uint64(c.bucketSize) // below 2^47 + 255·2^56: no wrap
+		if total >= Unallocatable {
+			return 0, ErrBadHeader
+		}
+	}
+	return total, nil
+}
+
+// ParseCuckooHeader validates a 38-byte header (see decodeCuckooHeader)
+// and allocates the filter. A valid header whose sub-filters would take
+// more than maxBytes, or one of which has more buckets than the 32 bits a
+// table here indexes, is refused with ErrTooLarge before any allocation.
+func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
+	total, err := CuckooHeaderBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if total > maxBytes {
+		return nil, ErrTooLarge
+	}
+	c, nf, _ := decodeCuckooHeader(b)
+	for i := 0; i < nf; i++ {
+		if c.subBuckets(i) == 0 {
 			return nil, ErrTooLarge
 		}
-		need := nb * uint64(c.bucketSize)
-		if need > maxBytes || total > maxBytes-need {
-			return nil, ErrTooLarge
-		}
-		total += need
 	}
 	c.filters = make([]*engine.CuckooTable, nf)
 	for i := range c.filters {

@@ -23,6 +23,17 @@ var (
 	ErrBadCuckooChunk = errors.New("couldn't load chunk")
 )
 
+// Unallocatable is where RedisBloom's own allocations fail on every
+// machine: more bytes than the 2^47-byte user address space of x86-64 and
+// arm64 (48-bit virtual addresses). RedisBloom callocs a filter lazily, so
+// what it can create below that depends on the machine (32 TiB loads on
+// the reference host, 64 TiB does not); bfserver's per-filter cap, at most
+// command.MaxFilterBytes (1 TiB), refuses those with its own error. Beyond
+// this bound bfserver answers as RedisBloom's failed allocation does: a
+// dump header is bad data, a Bloom link that cannot be added is a problem
+// inserting, a Cuckoo header cannot create the filter.
+const Unallocatable = 1 << 47
+
 // MaxChunk is MAX_SCANDUMP_SIZE: no dump chunk is longer, and none crosses
 // a link or sub-filter.
 const MaxChunk = 16 << 20

@@ -106,8 +106,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	c.maxClients = 10000
 	fs.Var(rangeValue{&c.maxClients, 1, 1 << 20}, "maxclients", "maximum connected clients")
-	c.maxFilterBytes = 512 << 20
-	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold (units as Redis: 512mb, 1gb)")
+	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold, refused before it is allocated (units as Redis: 512mb, 1gb; at most 1tb; 0: the node's memory, which is --maxmemory if set, else the machine's or its cgroup's limit)")
 	fs.Var(memoryValue{&c.maxMemory}, "maxmemory", "total bytes all filters may hold; deny-oom writes answer OOM beyond it (0: no cap; units as Redis: 100mb)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
 	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
@@ -247,6 +246,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if c.debugAddr != "" {
 		go func() { logger.Error("pprof", "err", http.ListenAndServe(c.debugAddr, nil)) }()
 	}
+	filterBytes, from := filterCap(c.maxFilterBytes, c.maxMemory, nodeMemory)
+	c.maxFilterBytes = filterBytes
+	logger.Info("per-filter cap", "max_filter_bytes", filterBytes, "from", from)
 	serverTLS, clusterTLS, err := tlsConfigs(c)
 	if err != nil {
 		return fail(c.set.blame(err))

@@ -38,6 +38,10 @@ type Record struct {
 	SubcommandsUnordered bool              `json:"subcommands_unordered"`
 	Subst                map[string]string `json:"subst"`
 	Note                 string            `json:"note"`
+	// Recipe and Type (memusage.jsonl): the dumps.jsonl recipe whose key
+	// the record measures, and its filter type.
+	Recipe string `json:"recipe"`
+	Type   string `json:"type"`
 }
 
 // Argv decodes the command's arguments.

@@ -657,6 +657,96 @@ def area_memusage(r):
     r.do('MEMORY', 'USAGE', 'nosuch', conn='r3')
 
 
+def area_memkeys(r):
+    """MEMORY USAGE by key length (sds header types and jemalloc classes) and
+    of string values of every encoding, including the big-argument path."""
+    r.section = 'key-length'
+    lens = list(range(1, 140)) + [200, 250, 251, 252, 253, 254, 255, 256, 257, 300, 500, 1000, 4000,
+                                  10000, 14330, 14340, 20000, 65530, 65531]
+    for n in lens:
+        k = 'a' * n
+        r.do('BF.ADD', k, 'x')
+        r.do('MEMORY', 'USAGE', k)
+        r.do('DEL', k)
+    for n in (1, 31, 32, 253):
+        k = 'c' * n
+        r.do('CF.ADD', k, 'x')
+        r.do('MEMORY', 'USAGE', k)
+        r.do('DEL', k)
+    r.section = 'string-value'
+    vals = ['v', '12', '9999', '10000', '-5', '0', '-0', '+1', '01', '1.5', ' 1',
+            '123456789012345678', '12345678901234567890', '9223372036854775807',
+            '9223372036854775808', '-9223372036854775808']
+    vals += ["x" * n for n in (0, 2, 4, 5, 20, 40, 43, 44, 45, 46, 60, 100, 252, 253, 1000, 32762,
+                               32763, 32768, 40954, 40955, 65528, 65529)]
+    for v in vals:
+        r.do('SET', 's', v)
+        r.do('MEMORY', 'USAGE', 's', note='value of %d bytes' % len(v))
+        r.do('OBJECT', 'ENCODING', 's')
+    r.do('DEL', 's')
+
+
+def area_headers(r):
+    """BF dump headers beyond edge.jsonl: hash counts RedisBloom 8.8 derives
+    from odd bits-per-entry, a negative NaN error, full links that must grow
+    (and cannot), nfilters 0, all option bits, more items than capacity; and
+    CF headers: expansion 32768/32769, a non-power-of-two expansion, many
+    sub-filters, bucket counts from 2^31 to 2^55."""
+    import math
+    def bfh(csize=1, n=1, opts=5, growth=2, **l):
+        d = dict(bytes=16, bits=128, size=1, error=0.005, bpe=None, hashes=8, entries=10, n2=0)
+        d.update(l)
+        if d['bpe'] is None:
+            d['bpe'] = -(math.log(0.005) / 0.480453013918201)
+        return struct.pack('<QIII', csize, n, opts, growth) + struct.pack(
+            '<QQQddIQB', d['bytes'], d['bits'], d['size'], d['error'], d['bpe'], d['hashes'], d['entries'], d['n2'])
+    negnan = struct.unpack('<d', struct.pack('<Q', 0xfff8000000000000))[0]
+    r.section = 'bf-headers'
+    cases = [
+        ('bpe-neg-h0', bfh(bpe=-0.01, hashes=0), 'bpe -0.01, hashes 0', True),
+        ('bpe0-h0', bfh(bpe=0.0, hashes=0), 'bpe 0, hashes 0', True),
+        ('bpe-nan-h2^31', bfh(bpe=float('nan'), hashes=0x80000000), 'bpe NaN, hashes 2^31', False),
+        ('bpe1e9', bfh(bpe=1e9, hashes=math.ceil(0.693147180559945 * 1e9)), 'bpe 1e9, hashes 693147181', False),
+        ('bpe-h2000', bfh(bpe=2000 / 0.693147180559945 - 0.3, hashes=2000), 'hashes 2000', False),
+        ('bpe-h1100', bfh(bpe=1100 / 0.693147180559945 - 0.3, hashes=1100), 'hashes 1100', True),
+        ('nf0-size0', struct.pack('<QIII', 0, 0, 5, 2), 'nfilters 0, size 0, no links', True),
+        ('neg-nan', bfh(error=negnan), 'error -NaN', True),
+        ('nan-full', bfh(error=float('nan'), entries=1), 'error NaN, full: cannot grow', True),
+        ('full-2^40', bfh(csize=1 << 40, size=1 << 40, entries=1 << 40),
+         'full link of 2^40: the next link is 3.4 TB', False),
+        ('full-2^50', bfh(csize=1 << 50, size=1 << 50, entries=1 << 50), 'the next link cannot be allocated', True),
+        ('full-2^62-g4', bfh(csize=1 << 62, growth=4, size=1 << 62, entries=1 << 62),
+         'entries x growth wraps to 0', True),
+        ('full-g0', bfh(growth=0, entries=1), 'growth 0, full', True),
+        ('opts7', bfh(opts=7), 'options NOROUND|ENTS_IS_BITS|FORCE64', True),
+        ('size-gt-entries', bfh(csize=20, size=20), 'size 20 > capacity 10', True),
+    ]
+    for key, h, note, probe in cases:
+        r.do('BF.LOADCHUNK', key, 1, h, note=note)
+        r.do('BF.INFO', key)
+        r.do('BF.DEBUG', key)
+        if probe:  # not on links whose hash count would make an add loop for seconds
+            r.do('BF.ADD', key, 'probe')
+            r.do('BF.ADD', key, 'probe2')
+            r.do('BF.EXISTS', key, 'probe')
+            r.do('BF.DEBUG', key)
+        r.do('DEL', key)
+    def cfh(items=1, nb=4, dels=0, nf=1, bs=2, mi=20, exp=1):
+        return struct.pack('<QQQQHHH', items, nb, dels, nf, bs, mi, exp)
+    r.section = 'cf-headers'
+    cases = [('exp32768', cfh(exp=32768)), ('exp32769', cfh(exp=32769)), ('exp3-nf2', cfh(exp=3, nf=2)),
+             ('nf30-exp2', cfh(nf=30, exp=2)), ('nf40-exp2', cfh(nf=40, exp=2)),
+             ('nb2^31-bs1', cfh(nb=1 << 31, bs=1)), ('nb2^33-bs1', cfh(nb=1 << 33, bs=1))]
+    cases += [('nb2^%d' % e, cfh(nb=1 << e)) for e in (41, 44, 45, 50, 55)]
+    for key, h in cases:
+        r.do('CF.LOADCHUNK', key, 1, h)
+        r.do('CF.INFO', key)
+        if key.startswith('exp'):
+            r.do('CF.SCANDUMP', key, 1)
+            r.do('CF.SCANDUMP', key, 9)
+        r.do('DEL', key)
+
+
 # ---------------------------------------------------------------------------
 # Area 4: WATCH
 
@@ -1456,6 +1546,8 @@ AREAS = {
     'memusage': (area_memusage, []),
     'watch': (area_watch, []),
     'edge': (area_edge, []),
+    'memkeys': (area_memkeys, []),
+    'headers': (area_headers, []),
     'admin': (area_admin, ['--enable-debug-command', 'yes']),
 }
 RENAMED = []
