@@ -16,9 +16,7 @@ import (
 // watchUnsupported names what the WATCH capture uses that bfserver does
 // not have, or answers differently on purpose, with why its records are
 // not compared: SWAPDB does not exist here (the capture's swapdb
-// sections); SET takes no options (SET … NX); MEMORY USAGE counts
-// jemalloc's size classes of that Redis build (testdata/oracle/README.md);
-// DUMP's payload is LZF-compressed by Redis and not by bfserver (RESTORE
+// sections); SET takes no options (SET … NX); DUMP's payload is LZF-compressed by Redis and not by bfserver (RESTORE
 // reads both, as the RESTORE records show). Every other record is
 // compared byte for byte.
 func watchUnsupported(r *golden.Record) string {
@@ -29,8 +27,6 @@ func watchUnsupported(r *golden.Record) string {
 		return "SWAPDB"
 	case name == "SET" && len(args) > 3:
 		return "SET options"
-	case name == "MEMORY":
-		return "MEMORY USAGE"
 	case name == "DUMP":
 		return "DUMP"
 	}
