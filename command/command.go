@@ -36,7 +36,12 @@ const (
 	// Level 2.
 	ACLSetUser Op = 21 // ACL SETUSER (replicated users)
 	ACLDelUser Op = 22 // ACL DELUSER
-	Watch      Op = 23 // EXEC's check of its WATCHed keys, first in its entry
+	// Watch is EXEC's check of its WATCHed keys, first in its transaction:
+	// Keys are the keys, Data holds per key its database and the version
+	// WATCH saw (WatchEntryBytes each), Count is how many commands follow
+	// in the transaction. When a version moved, none of them is applied.
+	// A Watch with no keys turns version tracking on (see keyspace).
+	Watch Op = 23
 )
 
 // Read operations: answered from local state, or inside EXEC.

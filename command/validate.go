@@ -41,7 +41,7 @@ const (
 // that introduced it; an entry whose commands need a higher level names it
 // in its header, so a node that is too old stops before applying it and
 // says what it needs, instead of applying part of it.
-const Level = 1
+const Level = 2
 
 // opLevel is the level of each op; 0: not known to this build. An array,
 // not a map: Validate runs for every command, in Apply too.
@@ -52,6 +52,9 @@ var opLevel = [256]uint8{
 	BFExists: 1, BFInfo: 1, BFCard: 1, BFScanDump: 1, BFDebug: 1, CFExists: 1, CFCount: 1,
 	CFInfo: 1, CFScanDump: 1, CFDebug: 1, Exists: 1, Type: 1, TTL: 1, Keys: 1, Scan: 1,
 	DBSize: 1, RandomKey: 1, Get: 1, Encoding: 1, MemUsage: 1, Dump: 1, Digest: 1,
+
+	// Level 2.
+	Watch: 2,
 }
 
 // Known reports whether this build knows the op.
@@ -134,6 +137,8 @@ func Validate(c *Cmd) error {
 		return atLeastOne(c, c.Items)
 	case Del, Exists:
 		return atLeastOne(c, c.Keys)
+	case Watch:
+		return watchParams(c)
 	case CFScanDump:
 		if c.Iter < 0 {
 			return invalid(c, "negative iterator")
@@ -192,6 +197,28 @@ func cuckooParams(c *Cmd) error {
 	}
 	if c.Expansion > MaxExpansion {
 		return invalid(c, "expansion %d out of range [0, %d]", c.Expansion, MaxExpansion)
+	}
+	return nil
+}
+
+// WatchEntryBytes is the size of one watched key's entry in a Watch
+// command's Data: its database (one byte), then the version WATCH saw
+// (uint64, little endian).
+const WatchEntryBytes = 9
+
+// watchParams checks EXEC's Watch: one Data entry per watched key, each in
+// a database in range, and a transaction length the entry can hold.
+func watchParams(c *Cmd) error {
+	if len(c.Data) != WatchEntryBytes*len(c.Keys) {
+		return invalid(c, "%d bytes of versions for %d keys", len(c.Data), len(c.Keys))
+	}
+	for i := 0; i < len(c.Data); i += WatchEntryBytes {
+		if c.Data[i] >= NumDBs {
+			return invalid(c, "watched key in db %d", c.Data[i])
+		}
+	}
+	if c.Count < 0 || c.Count > MaxItems {
+		return invalid(c, "transaction of %d commands out of range [0, %d]", c.Count, MaxItems)
 	}
 	return nil
 }

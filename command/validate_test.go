@@ -22,6 +22,7 @@ func TestValidate(t *testing.T) {
 		{Op: CFReserve, Capacity: 2 * MaxBucketSize, BucketSize: MaxBucketSize, MaxIterations: MaxIterations},
 		{Op: Del, Keys: [][]byte{{}}}, {Op: FlushAll}, {Op: Expire, Field: CondLT}, {Op: Scan, Count: MaxScanCount},
 		{Op: BFInfo, Field: 0xff}, {Op: SetMember, DB: NumDBs - 1},
+		{Op: Watch}, {Op: Watch, Keys: [][]byte{[]byte("k"), {}}, Data: append(make([]byte, 9), NumDBs-1, 0, 0, 0, 0, 0, 0, 0, 0), Count: MaxItems},
 	} {
 		if err := Validate(c); err != nil {
 			t.Errorf("%+v: %v", c, err)
@@ -49,6 +50,13 @@ func TestValidate(t *testing.T) {
 		"scan negative":       func(*Cmd) *Cmd { return &Cmd{Op: Scan, Iter: -1} },
 		"restore negative":    func(*Cmd) *Cmd { return &Cmd{Op: Restore, Iter: -1} },
 		"del no keys":         func(*Cmd) *Cmd { return &Cmd{Op: Del} },
+		"watch short data":    func(*Cmd) *Cmd { return &Cmd{Op: Watch, Keys: [][]byte{{}}, Data: make([]byte, 8)} },
+		"watch data, no keys": func(*Cmd) *Cmd { return &Cmd{Op: Watch, Data: make([]byte, 9)} },
+		"watch db 16": func(*Cmd) *Cmd {
+			return &Cmd{Op: Watch, Keys: [][]byte{{}}, Data: append([]byte{NumDBs}, make([]byte, 8)...)}
+		},
+		"watch count -1":     func(*Cmd) *Cmd { return &Cmd{Op: Watch, Count: -1} },
+		"watch count 2^20+1": func(*Cmd) *Cmd { return &Cmd{Op: Watch, Count: MaxItems + 1} },
 	}
 	for name, mk := range bad {
 		err := Validate(mk(bfAdd()))

@@ -57,7 +57,7 @@ func cmdFrom(b []byte) *command.Cmd {
 		command.Expire, command.Persist, command.FlushDB, command.FlushAll, command.Set, command.Restore,
 		command.ExpireDue, command.Copy, command.SetMember, command.BFExists, command.BFInfo,
 		command.BFScanDump, command.CFScanDump, command.CFCount, command.Scan, command.Dump, command.Digest,
-		command.MemUsage, command.Op(next())}
+		command.MemUsage, command.Watch, command.Op(next())}
 	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
 	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
 	c.Data = make([]byte, next()*next()%300)

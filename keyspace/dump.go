@@ -83,11 +83,16 @@ func (k *Keyspace) restore(c *command.Cmd) Result {
 		return Result{Err: err}
 	}
 	if c.Iter != 0 && c.Iter <= c.Now {
-		k.remove(c.DB, string(c.Key))
+		// REPLACE with a past expiry deletes what was there; a key
+		// whose own expiry passed was gone already.
+		if k.writeLookup(c.DB, c.Key, c.Now) != nil && k.remove(c.DB, string(c.Key)) {
+			k.touch(c.DB, c.Key, c.Now)
+		}
 		return Result{}
 	}
 	v.ExpireAt = c.Iter
 	k.set(c.DB, string(c.Key), v)
+	k.touch(c.DB, c.Key, c.Now)
 	return Result{}
 }
 

@@ -19,7 +19,14 @@ import (
 // rather than serve a state that may differ from its peers'.
 var ErrCorruptImage = errors.New("keyspace: corrupt stored image")
 
-const metaVersion = 1
+// Metadata versions: 1 is kind, expiry and body; 2 adds the key's WATCH
+// version after the expiry. A key is written as version 1 while its
+// version is 0 (never touched since tracking began), so an image stays
+// readable by a build without WATCH until WATCH is used.
+const (
+	metaVersion    = 1
+	metaVersionVer = 2
+)
 
 // Chunk is one piece of a value's arrays.
 type Chunk struct {
@@ -37,6 +44,11 @@ type Chunk struct {
 type Cut struct {
 	k    *Keyspace
 	Keys []CutKey
+	// Records are the keyspace's own changed records (version tracking),
+	// copied at the cut.
+	Records []Record
+	head    bool   // the tracking header is among Records
+	pages   uint64 // the pages of missing keys' stamps among Records
 }
 
 // CutKey is one changed key of a Cut.
@@ -76,6 +88,7 @@ func (k *Keyspace) Cut() *Cut {
 		c.Keys = append(c.Keys, ck)
 	}
 	k.clearDirty()
+	k.cutWatch(c)
 	return c
 }
 
@@ -83,6 +96,8 @@ func (k *Keyspace) Cut() *Cut {
 // the next cut writes it again. The caller excludes Apply.
 func (c *Cut) Restore() {
 	k := c.k
+	k.watch.head = k.watch.head || c.head
+	k.watch.dirty |= c.pages
 	for _, ck := range c.Keys {
 		dk := dirtyKey{ck.DB, ck.Key}
 		if ck.Full {
@@ -102,6 +117,9 @@ func (c *Cut) Restore() {
 // Bytes is about what writing the cut takes: the chunks it will write.
 func (c *Cut) Bytes() uint64 {
 	var n uint64
+	for _, r := range c.Records {
+		n += 64 + uint64(len(r.Data))
+	}
 	for i := range c.Keys {
 		ck := &c.Keys[i]
 		n += 64 + uint64(len(ck.Key))
@@ -183,8 +201,15 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 }
 
 func encodeMeta(v *Value) []byte {
+	ver := v.stamp() // Apply is excluded: no stamp moves
 	b := []byte{metaVersion, byte(v.Kind)}
+	if ver != 0 {
+		b[0] = metaVersionVer
+	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(v.ExpireAt))
+	if ver != 0 {
+		b = binary.LittleEndian.AppendUint64(b, ver)
+	}
 	switch v.Kind {
 	case KindBloom:
 		return append(b, v.Bloom.Header()...)
@@ -210,11 +235,22 @@ func allZero(b []byte) bool {
 // keyspace that nobody serves from yet.
 // A filter larger than maxBytes is refused before allocation.
 func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64) error {
-	if len(meta) < 10 || meta[0] != metaVersion || int(dbi) >= NumDBs {
+	if len(meta) < 10 || (meta[0] != metaVersion && meta[0] != metaVersionVer) || int(dbi) >= NumDBs {
 		return ErrCorruptImage
 	}
 	v := &Value{Kind: Kind(meta[1]), ExpireAt: int64(binary.LittleEndian.Uint64(meta[2:]))}
 	body := meta[10:]
+	if meta[0] == metaVersionVer {
+		if len(body) < 8 {
+			return ErrCorruptImage
+		}
+		s := binary.LittleEndian.Uint64(body)
+		if s >= 1<<56 {
+			return ErrCorruptImage
+		}
+		v.setStamp(s)
+		body = body[8:]
+	}
 	var err error
 	switch v.Kind {
 	case KindBloom:
@@ -284,4 +320,5 @@ func (k *Keyspace) ForgetChanges() {
 	if k.dirty != nil {
 		k.clearDirty()
 	}
+	k.watch.head, k.watch.dirty = false, 0
 }

@@ -41,7 +41,11 @@ func (k Kind) TypeName() string {
 
 // Value is what a key holds. Exactly one of Bloom, Cuckoo, Str is set.
 type Value struct {
-	Kind     Kind
+	Kind Kind
+	// ver is the stamp of the key's last touch, for WATCH (watch.go), in
+	// the 7 bytes that would otherwise pad Kind: the Value stays in its
+	// 48-byte size class. 0 until one; under the db's mu.
+	ver      [7]byte
 	Bloom    *scalable.Chain
 	Cuckoo   *scalable.Cuckoo
 	Str      string // immutable: SET replaces it
@@ -51,7 +55,7 @@ type Value struct {
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
 
 type db struct {
-	mu   sync.RWMutex // guards keys and every Value's ExpireAt
+	mu   sync.RWMutex // guards keys and every Value's ExpireAt and ver
 	keys map[string]*Value
 }
 
@@ -83,6 +87,8 @@ type Keyspace struct {
 	// loading marks the stand-in served while a snapshot replaces the
 	// state: it holds nothing, and answers every read ErrLoading.
 	loading bool
+	// watch is the version tracking for WATCH (watch.go).
+	watch watchState
 }
 
 type dirtyKey struct {
@@ -238,7 +244,10 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 	if command.Validate(c) != nil {
 		return Result{Err: ErrInvalidCommand}
 	}
-	if c.Op == command.FlushDB || c.Op == command.FlushAll {
+	switch c.Op {
+	case command.Watch:
+		return k.applyWatch(c)
+	case command.FlushDB, command.FlushAll:
 		r := k.apply(c)
 		k.bytes.Store(int64(k.countBytes()))
 		return r
@@ -248,6 +257,9 @@ func (k *Keyspace) Apply(c *command.Cmd) Result {
 	before := k.usageOf(c)
 	r := k.apply(c)
 	k.bytes.Add(k.usageOf(c) - before)
+	if opensKey(c.Op) {
+		k.touch(c.DB, c.Key, c.Now)
+	}
 	return r
 }
 
@@ -303,6 +315,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		n := 0
 		for _, key := range c.Keys {
 			if k.writeLookup(c.DB, key, c.Now) != nil && k.remove(c.DB, string(key)) {
+				k.touch(c.DB, key, c.Now)
 				n++
 			}
 		}
@@ -322,18 +335,20 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 			return Result{Int: 0}
 		}
 		k.setExpire(c.DB, c.Key, v, 0)
+		k.touch(c.DB, c.Key, c.Now)
 		return Result{Int: 1}
 	case command.FlushDB:
-		k.flush(c.DB)
+		k.flush(c.DB, c.Now)
 		return Result{}
 	case command.FlushAll:
 		for i := range k.dbs {
-			k.flush(uint8(i))
+			k.flush(uint8(i), c.Now)
 		}
 		return Result{}
 	case command.Set:
 		k.writeLookup(c.DB, c.Key, c.Now)
 		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: string(c.Data)})
+		k.touch(c.DB, c.Key, c.Now)
 		return Result{}
 	case command.Restore:
 		return k.restore(c)
@@ -352,15 +367,25 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 	return Result{Err: ErrInvalidCommand} // SetMember, DelMember: not the keyspace's
 }
 
-func (k *Keyspace) flush(dbi uint8) {
+// flush empties a database. It touches the keys that were live (one whose
+// expiry had passed was gone already), all with one stamp: the map's
+// order is random, and must not decide anything.
+func (k *Keyspace) flush(dbi uint8, now int64) {
 	d := k.db(dbi)
 	k.forget()
 	d.mu.Lock()
 	old := d.keys
 	d.keys = make(map[string]*Value)
 	d.mu.Unlock()
-	for key := range old {
+	var stamp uint64
+	for key, v := range old {
 		k.replaced(dbi, key)
+		if k.watch.on.Load() && !v.expired(now) {
+			if stamp == 0 {
+				stamp = k.watch.tick()
+			}
+			k.watch.setGone(goneSlot(dbi, []byte(key)), stamp)
+		}
 	}
 }
 
@@ -399,9 +424,10 @@ func (k *Keyspace) expire(c *command.Cmd) Result {
 	}
 	if at <= c.Now {
 		k.remove(c.DB, string(c.Key))
-		return Result{Int: 1}
+	} else {
+		k.setExpire(c.DB, c.Key, v, at)
 	}
-	k.setExpire(c.DB, c.Key, v, at)
+	k.touch(c.DB, c.Key, c.Now)
 	return Result{Int: 1}
 }
 
@@ -426,6 +452,8 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	d.mu.Unlock()
 	k.replaced(c.DB, string(c.Key))
 	k.replaced(c.DB, string(c.Dst))
+	k.touch(c.DB, c.Key, c.Now)
+	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
 
@@ -441,6 +469,7 @@ func (k *Keyspace) copyKey(c *command.Cmd) Result {
 		return Result{Int: 0}
 	}
 	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: v.Str, ExpireAt: v.ExpireAt})
+	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
 

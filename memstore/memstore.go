@@ -25,8 +25,10 @@ func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]keyspace.Result, len(cmds))
-	for i, c := range cmds {
-		out[i] = s.ks.Apply(c)
+	for i := 0; i < len(cmds); i++ {
+		out[i] = s.ks.Apply(cmds[i])
+		// A transaction whose WATCHed keys moved is left out.
+		i += min(keyspace.Skip(cmds[i], &out[i]), len(cmds)-1-i)
 	}
 	return out, nil
 }

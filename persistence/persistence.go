@@ -8,6 +8,7 @@
 //	"a"                                   applied index (8 bytes LE)
 //	"c" db len(key)u32 key part u32 idx u32   one chunk of a key's arrays
 //	"k" db key                            metadata of a key
+//	"w" name                              the keyspace's own records (WATCH versions)
 //	"x" name                              replicated metadata (members)
 //
 // Writes: every change to the image (a flush, a Raft snapshot's, an
@@ -325,6 +326,12 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 			t.err = t.w.Delete(metaKey(ck.DB, ck.Key))
 		}
 	}
+	// The keyspace's own records ("w"), in name order.
+	recs := cut.Records
+	slices.SortFunc(recs, func(a, b keyspace.Record) int { return compareStrings(a.Name, b.Name) })
+	for _, r := range recs {
+		t.set(append([]byte{'w'}, r.Name...), r.Data)
+	}
 	names := make([]string, 0, len(extra))
 	for name := range extra {
 		names = append(names, name)
@@ -402,6 +409,19 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 		if err := k.LoadValue(key[1], string(key[2:]), it.Value(), s.opts.MaxValueBytes); err != nil {
 			it.Close()
 			return nil, 0, fmt.Errorf("%w: key %q: %v", ErrCorrupt, key[2:], err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, 0, err
+	}
+	if it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("w"), UpperBound: []byte("x")}); err != nil {
+		return nil, 0, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		r := keyspace.Record{Name: string(it.Key()[1:]), Data: it.Value()}
+		if err := k.LoadRecord(r); err != nil {
+			it.Close()
+			return nil, 0, fmt.Errorf("%w: record %q: %v", ErrCorrupt, r.Name, err)
 		}
 	}
 	if err := it.Close(); err != nil {

@@ -16,6 +16,9 @@ import (
 func FuzzFSMApply(f *testing.F) {
 	f.Add(command.EncodeBatch([]*command.Cmd{{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 16}}))
 	f.Add(command.EncodeBatch([]*command.Cmd{{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("a")}, Capacity: 1024, MaxBytes: 1 << 16}}))
+	// A Watch that aborts, guarding more commands than its entry holds.
+	f.Add(command.EncodeBatch([]*command.Cmd{{Op: command.Watch, Keys: [][]byte{[]byte("k")}, Data: make([]byte, command.WatchEntryBytes), Count: 9},
+		{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 16}}))
 	f.Add([]byte{3, 9, 1, 2, 0})
 	f.Add([]byte{2, 1, 63, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

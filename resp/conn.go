@@ -41,14 +41,8 @@ func init() {
 	conn("multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdMulti).noMulti = true
 	conn("exec", 1, []string{"noscript", "loading", "stale", "skip_slowlog"}, []string{"@slow", "@transaction"}, cmdExec).noMulti = true
 	conn("discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdDiscard).noMulti = true
-	conn("watch", -2, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, func(s *session, a [][]byte) {
-		if s.multi {
-			s.w.Error("ERR WATCH inside MULTI is not allowed")
-			return
-		}
-		s.w.Simple("OK")
-	}).noMulti = true
-	conn("unwatch", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, func(s *session, a [][]byte) { s.w.Simple("OK") })
+	conn("watch", -2, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdWatch).noMulti = true
+	conn("unwatch", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdUnwatch)
 	conn("wait", 3, []string{}, []string{"@slow", "@connection"}, cmdWait)
 	conn("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
 	conn("config", -2, nil, []string{"@admin", "@slow", "@dangerous"}, nil).subs = map[string]*spec{
@@ -250,6 +244,7 @@ func cmdSelect(s *session, a [][]byte) {
 
 func cmdReset(s *session, a [][]byte) {
 	s.multi, s.dirty, s.queue = false, false, nil
+	s.watch.reset()
 	s.db = 0
 	s.w.proto = 2
 	empty := ""
@@ -275,6 +270,7 @@ func cmdDiscard(s *session, a [][]byte) {
 		return
 	}
 	s.multi, s.dirty, s.queue = false, false, nil
+	s.watch.reset()
 	s.w.Simple("OK")
 }
 
@@ -282,7 +278,10 @@ func cmdDiscard(s *session, a [][]byte) {
 // prepare step as outside MULTI, and every keyspace command of the
 // transaction goes to the backend in a single Write, so they are applied
 // together at one point of the log, on every node (reads included: their
-// results are the state at that point).
+// results are the state at that point). With keys WATCHed, their check
+// goes first in that Write (resp/watch.go); the transaction is left out,
+// and EXEC answers the null reply, when one of them was touched. EXEC
+// unwatches every key, whatever it answers.
 func cmdExec(s *session, a [][]byte) {
 	if !s.multi {
 		s.w.Error("ERR EXEC without MULTI")
@@ -291,6 +290,7 @@ func cmdExec(s *session, a [][]byte) {
 	queue, dirty := s.queue, s.dirty
 	s.multi, s.dirty, s.queue = false, false, nil
 	if dirty {
+		s.watch.reset()
 		s.w.Error(msgExecAbort)
 		return
 	}
@@ -318,12 +318,32 @@ func cmdExec(s *session, a [][]byte) {
 		cmds = append(cmds, pc)
 		anyWrite = anyWrite || c.Op.IsWrite()
 	}
+	watch := s.takeWatch(len(cmds))
+	if watch != nil {
+		if err := command.Validate(watch); err != nil {
+			s.w.Error(wireError(err))
+			return
+		}
+	}
 	var results []keyspace.Result
 	var err error
+	aborted := false
 	if anyWrite {
+		if watch != nil {
+			cmds = append([]*command.Cmd{watch}, cmds...)
+		}
 		results, err = s.write(cmds)
-	} else if len(cmds) > 0 {
-		if err = s.readBarrier(); err == nil {
+		if err == nil && watch != nil {
+			// An invalid check (never one this node built) left the
+			// transaction out too: say so rather than "touched".
+			aborted, err = results[0].Int != 0, results[0].Err
+			results = results[1:]
+		}
+	} else if len(cmds) > 0 || watch != nil {
+		if err = s.readBarrier(); err == nil && watch != nil {
+			aborted, err = s.srv.backend.State().WatchMoved(watch)
+		}
+		if err == nil && !aborted {
 			for _, c := range cmds {
 				results = append(results, s.srv.backend.State().Read(c))
 			}
@@ -331,6 +351,10 @@ func cmdExec(s *session, a [][]byte) {
 	}
 	if err != nil {
 		s.w.Error(wireError(err))
+		return
+	}
+	if aborted {
+		s.w.NullArray()
 		return
 	}
 	s.w.Array(len(items))

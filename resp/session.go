@@ -36,6 +36,7 @@ type session struct {
 	multi bool
 	dirty bool
 	queue []queued
+	watch watchSet // WATCHed keys
 
 	// writes parsed but not yet sent to the backend, and where their
 	// replies go: they are flushed before any other reply is written.
