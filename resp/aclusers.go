@@ -36,6 +36,8 @@ type aclState struct {
 	// open: the default user is on and needs no password, so clients need
 	// not authenticate (Redis's authRequired).
 	open bool
+	// seeding: built while the --user users were not yet in the table.
+	seeding bool
 }
 
 // aclCache parses the table when its version moves.
@@ -50,16 +52,18 @@ func (s *Server) acl() *aclState {
 	if s.userTable == nil {
 		return st
 	}
-	if v := s.userTable.UsersVersion(); st != nil && st.version == v {
+	seeding := s.seeding.Load()
+	if v := s.userTable.UsersVersion(); st != nil && st.version == v && st.seeding == seeding {
 		return st
 	}
 	s.aclCache.mu.Lock()
 	defer s.aclCache.mu.Unlock()
 	v, stored, _ := s.userTable.Users()
-	if st = s.aclCache.state.Load(); st != nil && st.version == v {
+	if st = s.aclCache.state.Load(); st != nil && st.version == v && st.seeding == seeding {
 		return st
 	}
 	st = s.buildACL(v, stored)
+	st.seeding = seeding
 	s.aclCache.state.Store(st)
 	return st
 }
@@ -82,7 +86,13 @@ func (s *Server) buildACL(version uint64, stored map[string][]string) *aclState 
 		u, _ := ParseRules(command.DefaultUser, defaultRules(s.opts.RequirePass))
 		st.users[command.DefaultUser] = u
 	}
-	for _, u := range s.staticUsers {
+	static := s.staticUsers
+	if s.seeding.Load() {
+		// Until the --user users are in the table, this node knows them
+		// from its flags.
+		static = s.opts.Users
+	}
+	for _, u := range static {
 		if st.users[u.Name] == nil {
 			st.users[u.Name] = u
 		}
@@ -120,8 +130,10 @@ func (s *Server) aclLoop() {
 // seedUsers writes the --user users into the user table, each once: a
 // user the table already has keeps the table's rules (changed by ACL
 // SETUSER, or seeded by another node), so the table wins. It retries
-// while the log cannot take writes (no leader yet).
+// while the log cannot take writes (no leader yet); meanwhile the users
+// of the flags that the table lacks are known from the flags.
 func (s *Server) seedUsers() {
+	defer s.seeding.Store(false)
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for !s.seedOnce() {

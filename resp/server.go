@@ -159,6 +159,7 @@ type Server struct {
 	// parsed; aclLog is ACL LOG.
 	userTable   UserTable
 	staticUsers []*User
+	seeding     atomic.Bool // seedUsers is writing the --user users into the table
 	aclCache    aclCache
 	aclLog      aclLog
 	stale       atomic.Bool // default read consistency of new connections
@@ -203,6 +204,7 @@ func New(opts Options, b Backend) (*Server, error) {
 		if s.cluster == nil && !s.seedOnce() {
 			return nil, errors.New("cannot write the --user users into the user table")
 		}
+		s.seeding.Store(s.cluster != nil && len(opts.Users) > 0)
 	} else {
 		s.staticUsers = opts.Users
 		s.aclCache.state.Store(s.buildACL(0, nil))
