@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -340,4 +341,43 @@ func FuzzACLRules(f *testing.F) {
 		}
 		u.aclListLine()
 	})
+}
+
+// TestACLFileErrors: a bad ACL file is refused whole, with every error
+// and its line in Redis's words (captured from 8.0-m01 with an aclfile;
+// its crash on an unmatched parenthesis is reported instead).
+func TestACLFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/users.acl"
+	for _, c := range []struct{ file, want string }{
+		{"user alice on >apw ~bf:* +@bloom\n\n# comment\nuser bob bogus\nnotuser x\nuser carol on +nosuch\nuser alice off\n",
+			path + ":3 should start with user keyword followed by the username. " + path + ":4: Syntax error. " + path + ":5 should start with user keyword followed by the username. " + path + ":6: Error in applying operation '+nosuch': Unknown command or category name in ACL. WARNING: Duplicate user 'alice' found on line 7. WARNING: ACL errors detected, no change to the previously active ACL rules was performed"},
+		{"user alice on >apw ~bf:* +@bloom\n  user   bob   on   nopass  \r\nuser x \"quoted rule\"\n",
+			path + ":2: Syntax error. " + path + ":3: Syntax error. WARNING: ACL errors detected, no change to the previously active ACL rules was performed"},
+		{"user alice on >apw\nuser  on\nuser b\ton\n",
+			"'" + path + ":3: username 'b\ton' contains invalid characters. WARNING: ACL errors detected, no change to the previously active ACL rules was performed"},
+		{"user\nuser a (~x +get\n",
+			path + ":1 should start with user keyword followed by the username. " + path + ":2: Unmatched parenthesis in selector definition.WARNING: ACL errors detected, no change to the previously active ACL rules was performed"},
+	} {
+		if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readACLFile(path); err == nil || err.Error() != c.want {
+			t.Errorf("%q:\n got %v\nwant %s", c.file, err, c.want)
+		}
+	}
+	if _, err := readACLFile(dir + "/nosuch"); err == nil || err.Error() != "Error loading ACLs, opening file '"+dir+"/nosuch': No such file or directory" {
+		t.Errorf("missing file: %v", err)
+	}
+	os.WriteFile(path, []byte("user alice on >apw\nuser c on (~x +get) \t(~y)  ~z\n"), 0o600)
+	users, err := readACLFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := users["c"].aclListLine(); got != "user c on sanitize-payload ~z resetchannels -@all (~x resetchannels -@all +get) (~y resetchannels -@all)" {
+		t.Errorf("c: %s", got)
+	}
+	if users["alice"] == nil || len(users) != 2 {
+		t.Errorf("users %v", users)
+	}
 }

@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,62 @@ func TestACLUserFlags(t *testing.T) {
 	defer again.Close()
 	if _, users, _ := store.Users(); !strings.HasSuffix(strings.Join(users["app"], " "), "+@bloom +bf.reserve") {
 		t.Fatalf("the flag's user replaced the table's: %q", users["app"])
+	}
+}
+
+// TestACLFile: --aclfile's users are there at start; ACL SAVE writes the
+// users as ACL LIST shows them; ACL LOAD replaces every user by the
+// file's (the removed users' connections close), or with a bad file
+// changes nothing; without a file both answer Redis's error.
+func TestACLFile(t *testing.T) {
+	path := t.TempDir() + "/users.acl"
+	os.WriteFile(path, []byte("user alice on >apw ~bf:* +@bloom\nuser bob on nopass ~* +@all\n"), 0o600)
+	srv := newServer(t, resp.Options{Addr: "127.0.0.1:0", ACLFile: path}, memstore.New())
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	admin, bob := dial(t, srv), dial(t, srv)
+	expect(t, bob, [][2]string{{"AUTH bob x", "+OK\r\n"}})
+	expect(t, admin, [][2]string{
+		{"AUTH alice apw", "+OK\r\n"},
+		{"AUTH default x", "+OK\r\n"},
+		{"ACL SETUSER carol on >c (~x +get)", "+OK\r\n"},
+		{"ACL SAVE", "+OK\r\n"},
+	})
+	list := parseReply(t, admin.do(t, words("ACL", "LIST")))
+	var lines []string
+	for _, k := range list.kids {
+		lines = append(lines, k.s+"\n")
+	}
+	if got, _ := os.ReadFile(path); string(got) != strings.Join(lines, "") {
+		t.Fatalf("ACL SAVE wrote %q, ACL LIST says %q", got, lines)
+	}
+	before := admin.say(t, "ACL", "LIST")
+	os.WriteFile(path, []byte("user alice on >apw\nuser bob bogus\n"), 0o600)
+	expect(t, admin, [][2]string{{"ACL LOAD", "-ERR " + path + ":2: Syntax error. WARNING: ACL errors detected, no change to the previously active ACL rules was performed\r\n"}})
+	if after := admin.say(t, "ACL", "LIST"); after != before {
+		t.Fatalf("a bad file changed the users: %q", after)
+	}
+	os.WriteFile(path, []byte("user alice off\nuser dave on >d +ping\n"), 0o600)
+	expect(t, admin, [][2]string{
+		{"ACL LOAD", "+OK\r\n"},
+		{"ACL LIST", "*3\r\n$51\r\nuser alice off sanitize-payload resetchannels -@all\r\n" +
+			"$121\r\nuser dave on sanitize-payload #18ac3e7343f016890c510e93f935261169d9e3f565436429830faf0934f4f8e4 resetchannels -@all +ping\r\n" +
+			"$51\r\nuser default on nopass sanitize-payload ~* &* +@all\r\n"},
+	})
+	bob.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := bob.r.ReadByte(); err == nil {
+		t.Errorf("bob, gone from the file, kept his connection (read %q)", b)
+	}
+	os.Remove(path)
+	expect(t, admin, [][2]string{{"ACL LOAD", "-ERR Error loading ACLs, opening file '" + path + "': No such file or directory\r\n"}})
+
+	plain := startServer(t, nil)
+	const noFile = "-ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.\r\n"
+	expect(t, dial(t, plain), [][2]string{{"ACL SAVE", noFile}, {"ACL LOAD", noFile}})
+	if _, err := resp.New(resp.Options{ACLFile: path}, memstore.New()); err == nil {
+		t.Error("a missing --aclfile did not stop the server")
 	}
 }

@@ -266,10 +266,6 @@ func cmdACLGenPass(s *session, a [][]byte) {
 
 const msgNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
 
-func cmdACLSave(s *session, a [][]byte) { s.w.Error(msgNoACLFile) }
-
-func cmdACLLoad(s *session, a [][]byte) { s.w.Error(msgNoACLFile) }
-
 var aclHelp = []string{
 	"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"CAT [<category>]",

@@ -82,20 +82,20 @@ func (s *Server) buildACL(version uint64, stored map[string][]string) *aclState 
 		}
 		st.users[name] = u
 	}
-	if st.users[command.DefaultUser] == nil {
-		u, _ := ParseRules(command.DefaultUser, defaultRules(s.opts.RequirePass))
-		st.users[command.DefaultUser] = u
-	}
 	static := s.staticUsers
 	if s.seeding.Load() {
-		// Until the --user users are in the table, this node knows them
-		// from its flags.
-		static = s.opts.Users
+		// Until the --user (or --aclfile) users are in the table, this
+		// node knows them from its flags.
+		static = s.seeds
 	}
 	for _, u := range static {
 		if st.users[u.Name] == nil {
 			st.users[u.Name] = u
 		}
+	}
+	if st.users[command.DefaultUser] == nil {
+		u, _ := ParseRules(command.DefaultUser, defaultRules(s.opts.RequirePass))
+		st.users[command.DefaultUser] = u
 	}
 	st.def = st.users[command.DefaultUser]
 	st.open = st.def.enabled && st.def.nopass
@@ -151,7 +151,7 @@ func (s *Server) seedUsers() {
 func (s *Server) seedOnce() bool {
 	_, stored, _ := s.userTable.Users()
 	var cmds []*command.Cmd
-	for _, u := range s.opts.Users {
+	for _, u := range s.seeds {
 		if _, ok := stored[u.Name]; !ok {
 			cmds = append(cmds, setUserCmd(u.Name, u.storedRules(), nil, true))
 		}

@@ -89,6 +89,11 @@ type Options struct {
 	// Stale makes reads serve local state by default instead of
 	// linearizable reads. Default false.
 	Stale bool
+	// ACLFile is Redis's aclfile: ACL LOAD replaces the users by its
+	// users, ACL SAVE writes them to it. At start its users are written
+	// into the user table when the table lacks them, as Users are (the
+	// two cannot be given together). Default: none.
+	ACLFile string
 	// ReadTimeout bounds how long a read waits to be made consistent (a
 	// read index, this node catching up). Writes wait as the backend
 	// decides. Default 10s.
@@ -145,6 +150,9 @@ func (o *Options) Validate() error {
 			return errors.New("the default user is configured by requirepass")
 		}
 	}
+	if o.ACLFile != "" && len(o.Users) > 0 {
+		return errors.New("users given with --user and an --aclfile at once: define users in one place only")
+	}
 	return o.Module.Validate()
 }
 
@@ -158,6 +166,7 @@ type Server struct {
 	// none: then staticUsers are the users, fixed); aclCache holds them
 	// parsed; aclLog is ACL LOG.
 	userTable   UserTable
+	seeds       []*User // Options.Users, or the users of Options.ACLFile
 	staticUsers []*User
 	seeding     atomic.Bool // seedUsers is writing the --user users into the table
 	aclCache    aclCache
@@ -199,14 +208,22 @@ func New(opts Options, b Backend) (*Server, error) {
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
 	}
+	s.seeds = opts.Users
+	if opts.ACLFile != "" {
+		users, err := fileUsers(opts.ACLFile)
+		if err != nil {
+			return nil, fmt.Errorf("aclfile: %w", err)
+		}
+		s.seeds = users
+	}
 	if t, ok := b.(UserTable); ok {
 		s.userTable = t
 		if s.cluster == nil && !s.seedOnce() {
 			return nil, errors.New("cannot write the --user users into the user table")
 		}
-		s.seeding.Store(s.cluster != nil && len(opts.Users) > 0)
+		s.seeding.Store(s.cluster != nil && len(s.seeds) > 0)
 	} else {
-		s.staticUsers = opts.Users
+		s.staticUsers = s.seeds
 		s.aclCache.state.Store(s.buildACL(0, nil))
 	}
 	return s, nil
