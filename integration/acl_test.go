@@ -117,7 +117,13 @@ func TestACLReplicated(t *testing.T) {
 	if got := first.do(aliceRules...); got != "+OK\r\n" {
 		t.Fatalf("ACL SETUSER on %s: %q", nodes[0].addr, got)
 	}
-	// The writable keys work through the log too.
+	// Acknowledged on one node, the user authenticates on every node at
+	// once (a failed AUTH waits for a read barrier and looks again).
+	for _, n := range nodes {
+		if got := dialRaw(t, n).say("AUTH alice apw"); got != "+OK\r\n" {
+			t.Errorf("AUTH alice right after ACL SETUSER, on %s: %q", n.addr, got)
+		}
+	}
 	alice0 := waitAuth(t, nodes[0], "alice", "apw")
 	if got := alice0.say("BF.ADD bf:1 x"); got != ":1\r\n" {
 		t.Fatalf("alice's BF.ADD: %q", got)

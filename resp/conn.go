@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -121,9 +122,18 @@ func validName(b []byte) bool {
 // checkAuth validates a user and password and, on success, makes the
 // session that user; a failure goes to the ACL LOG under the command the
 // client sent (AUTH, HELLO).
+//
+// In a cluster, a failure is checked again once this node has applied
+// everything acknowledged before (a read barrier): a user ACL SETUSER
+// created or changed on another node authenticates here as soon as the
+// change was acknowledged there.
 func (s *session) checkAuth(cmd, user, pass []byte) bool {
 	st := s.srv.acl()
 	u := st.users[string(user)]
+	if (u == nil || !u.checkPassword(pass)) && s.srv.cluster != nil && s.authBarrier() == nil {
+		st = s.srv.acl()
+		u = st.users[string(user)]
+	}
 	if u == nil || !u.checkPassword(pass) {
 		s.logDenial(aclDeniedAuth, string(cmd), string(user))
 		return false
@@ -131,6 +141,17 @@ func (s *session) checkAuth(cmd, user, pass []byte) bool {
 	s.setUser(u, st.version)
 	return true
 }
+
+// authBarrier is the read barrier of a failed authentication, bounded
+// more tightly than a read's: without a leader a wrong password is
+// answered within authBarrierTimeout.
+func (s *session) authBarrier() error {
+	ctx, cancel := context.WithTimeout(s.srv.ctx, min(s.srv.opts.ReadTimeout, authBarrierTimeout))
+	defer cancel()
+	return s.srv.backend.Barrier(ctx, false)
+}
+
+const authBarrierTimeout = 2 * time.Second
 
 func cmdAuth(s *session, a [][]byte) {
 	switch len(a) {
