@@ -226,3 +226,26 @@ func TestACLFile(t *testing.T) {
 		t.Error("a missing --aclfile did not stop the server")
 	}
 }
+
+// TestACLRefusedExec: an EXEC the user may not run discards the
+// transaction with Redis's EXECABORT reason (captured from 8.0-m01).
+func TestACLRefusedExec(t *testing.T) {
+	srv := startServer(t, nil)
+	expect(t, dial(t, srv), [][2]string{{"ACL SETUSER e1 on nopass +@all -exec ~*", "+OK\r\n"}})
+	expect(t, dial(t, srv), [][2]string{
+		{"AUTH e1 x", "+OK\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of: NOPERM User e1 has no permissions to run the 'exec' command\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"PING", "+QUEUED\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of: NOPERM User e1 has no permissions to run the 'exec' command\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"DISCARD", "-ERR DISCARD without MULTI\r\n"},
+	})
+	expect(t, dial(t, srv), [][2]string{
+		{"MULTI", "+OK\r\n"},
+		{"EXEC x", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"EXEC x", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+	})
+}

@@ -203,6 +203,13 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	if msg != "" {
 		s.flushPending()
+		if sp := lookupSpec(args[0]); sp != nil && sp.name == "exec" {
+			// Redis's execCommandAbort: a refused EXEC discards the
+			// transaction, and says why.
+			s.multi, s.dirty, s.queue = false, false, nil
+			s.w.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+			return
+		}
 		if s.multi {
 			s.dirty = true
 		}
