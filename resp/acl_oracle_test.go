@@ -50,13 +50,14 @@ func loadACLOracle(t *testing.T) ([]golden.Record, []aclExtra) {
 	return recs, extra
 }
 
-// served reports whether this server has the command args name (with its
-// subcommand): Redis answers NOPERM for PUBLISH, SUBSCRIBE or CONFIG HELP,
-// which this server does not have and answers "unknown".
+// served reports whether args name a command (with its subcommand) this
+// server has, or one neither has: Redis answers NOPERM for PUBLISH,
+// SUBSCRIBE or CONFIG HELP, which this server does not have and answers
+// "unknown".
 func served(args [][]byte, universe map[string]bool) bool {
 	name := strings.ToLower(string(args[0]))
 	if !resp.Registered(name) {
-		return false
+		return !universe[name] // unknown to both: the same reply
 	}
 	if len(args) > 1 && resp.HasSubcommands(name) {
 		// A container: its subcommand must be here too (an unknown one
