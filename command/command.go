@@ -34,8 +34,10 @@ const (
 	SetMember Op = 19 // Key: node id, Data: its RESP address
 	DelMember Op = 20 // Key: node id
 	// Level 2.
-	ACLSetUser Op = 21 // ACL SETUSER (replicated users)
-	ACLDelUser Op = 22 // ACL DELUSER
+	// ACL users: applied by the state machine to its replicated user
+	// table (Users), not the keyspace.
+	ACLSetUser Op = 21 // ACL SETUSER: Key: name, Items: its new rules, Keys: the rules it must have now (NX: it must not exist)
+	ACLDelUser Op = 22 // ACL DELUSER: Keys: names
 	// Watch is EXEC's check of its WATCHed keys, first in its transaction:
 	// Keys are the keys, Data holds per key its database and the version
 	// WATCH saw (WatchEntryBytes each), Count is how many commands follow

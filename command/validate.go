@@ -49,6 +49,7 @@ var opLevel = [256]uint8{
 	BFReserve: 1, BFAdd: 1, BFLoadChunk: 1, CFReserve: 1, CFAdd: 1, CFDel: 1, CFCompact: 1,
 	CFLoadChunk: 1, Del: 1, Rename: 1, Expire: 1, Persist: 1, FlushDB: 1, FlushAll: 1, Set: 1,
 	Restore: 1, ExpireDue: 1, Copy: 1, SetMember: 1, DelMember: 1,
+	ACLSetUser: 2, ACLDelUser: 2,
 	BFExists: 1, BFInfo: 1, BFCard: 1, BFScanDump: 1, BFDebug: 1, CFExists: 1, CFCount: 1,
 	CFInfo: 1, CFScanDump: 1, CFDebug: 1, Exists: 1, Type: 1, TTL: 1, Keys: 1, Scan: 1,
 	DBSize: 1, RandomKey: 1, Get: 1, Encoding: 1, MemUsage: 1, Dump: 1, Digest: 1,
@@ -158,6 +159,67 @@ func Validate(c *Cmd) error {
 	case BFInfo:
 		if c.Field > 5 && c.Field != 0xff {
 			return invalid(c, "info field %d unknown", c.Field)
+		}
+	case ACLSetUser:
+		return setUserParams(c)
+	case ACLDelUser:
+		if err := atLeastOne(c, c.Keys); err != nil {
+			return err
+		}
+		for _, name := range c.Keys {
+			if err := userName(c, name); err != nil {
+				return err
+			}
+			if string(name) == DefaultUser {
+				return invalid(c, "the default user cannot be removed")
+			}
+		}
+	}
+	return nil
+}
+
+// DefaultUser is the ACL user every connection starts as; it cannot be
+// deleted.
+const DefaultUser = "default"
+
+// MaxRuleBytes bounds one user's rules together (ACL SETUSER's words after
+// the name, as ACL LIST shows them).
+const MaxRuleBytes = 1 << 20
+
+// setUserParams: a user name Redis accepts, and the user's complete new
+// rules (Items) with, to compare against, the rules expected now (Keys;
+// NX: the user must not exist yet).
+func setUserParams(c *Cmd) error {
+	if err := userName(c, c.Key); err != nil {
+		return err
+	}
+	if len(c.Items) == 0 {
+		return invalid(c, "a user without rules")
+	}
+	if c.NX && len(c.Keys) > 0 {
+		return invalid(c, "expects a new user and existing rules at once")
+	}
+	for _, l := range [2][][]byte{c.Items, c.Keys} {
+		n := 0
+		for _, r := range l {
+			if len(r) == 0 {
+				return invalid(c, "an empty rule")
+			}
+			n += len(r)
+		}
+		if n > MaxRuleBytes {
+			return invalid(c, "rules longer than %d bytes", MaxRuleBytes)
+		}
+	}
+	return nil
+}
+
+// userName: Redis refuses names with spaces (isspace) or NUL bytes.
+func userName(c *Cmd, name []byte) error {
+	for _, b := range name {
+		switch b {
+		case ' ', '\t', '\n', '\v', '\f', '\r', 0:
+			return invalid(c, "user name with a space or NUL byte")
 		}
 	}
 	return nil

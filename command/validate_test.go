@@ -23,6 +23,9 @@ func TestValidate(t *testing.T) {
 		{Op: Del, Keys: [][]byte{{}}}, {Op: FlushAll}, {Op: Expire, Field: CondLT}, {Op: Scan, Count: MaxScanCount},
 		{Op: BFInfo, Field: 0xff}, {Op: SetMember, DB: NumDBs - 1},
 		{Op: Watch}, {Op: Watch, Keys: [][]byte{[]byte("k"), {}}, Data: append(make([]byte, 9), NumDBs-1, 0, 0, 0, 0, 0, 0, 0, 0), Count: MaxItems},
+		{Op: ACLSetUser, Key: []byte("alice"), Items: [][]byte{[]byte("on")}, NX: true},
+		{Op: ACLSetUser, Key: []byte(""), Items: [][]byte{[]byte("off")}, Keys: [][]byte{[]byte("on")}},
+		{Op: ACLDelUser, Keys: [][]byte{[]byte("alice"), []byte("bob")}},
 	} {
 		if err := Validate(c); err != nil {
 			t.Errorf("%+v: %v", c, err)
@@ -57,6 +60,21 @@ func TestValidate(t *testing.T) {
 		},
 		"watch count -1":     func(*Cmd) *Cmd { return &Cmd{Op: Watch, Count: -1} },
 		"watch count 2^20+1": func(*Cmd) *Cmd { return &Cmd{Op: Watch, Count: MaxItems + 1} },
+		"user with a space": func(*Cmd) *Cmd {
+			return &Cmd{Op: ACLSetUser, Key: []byte("a b"), Items: [][]byte{[]byte("on")}}
+		},
+		"user with NUL":      func(*Cmd) *Cmd { return &Cmd{Op: ACLSetUser, Key: []byte("a\x00"), Items: [][]byte{[]byte("on")}} },
+		"user without rules": func(*Cmd) *Cmd { return &Cmd{Op: ACLSetUser, Key: []byte("a")} },
+		"empty rule":         func(*Cmd) *Cmd { return &Cmd{Op: ACLSetUser, Key: []byte("a"), Items: [][]byte{{}}} },
+		"new with expected": func(*Cmd) *Cmd {
+			return &Cmd{Op: ACLSetUser, Key: []byte("a"), Items: [][]byte{[]byte("on")}, Keys: [][]byte{[]byte("on")}, NX: true}
+		},
+		"rules too long": func(*Cmd) *Cmd {
+			return &Cmd{Op: ACLSetUser, Key: []byte("a"), Items: [][]byte{make([]byte, MaxRuleBytes+1)}}
+		},
+		"deluser none":    func(*Cmd) *Cmd { return &Cmd{Op: ACLDelUser} },
+		"deluser default": func(*Cmd) *Cmd { return &Cmd{Op: ACLDelUser, Keys: [][]byte{[]byte("x"), []byte(DefaultUser)}} },
+		"deluser a b":     func(*Cmd) *Cmd { return &Cmd{Op: ACLDelUser, Keys: [][]byte{[]byte("a b")}} },
 	}
 	for name, mk := range bad {
 		err := Validate(mk(bfAdd()))
@@ -84,5 +102,47 @@ func TestEntryLevel(t *testing.T) {
 	var lv *LevelError
 	if !errors.As(err, &lv) || lv.Need != Level+1 {
 		t.Fatalf("future level: %v", err)
+	}
+}
+
+// TestUsersApply: ACL SETUSER stores only over the rules it was computed
+// from (or, NX, over no user), DELUSER counts what it removed.
+func TestUsersApply(t *testing.T) {
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, x := range s {
+			out[i] = []byte(x)
+		}
+		return out
+	}
+	u := Users{}
+	steps := []struct {
+		c    *Cmd
+		want int64
+	}{
+		{&Cmd{Op: ACLSetUser, Key: []byte("a"), Items: b("on", "+@all"), NX: true}, 1},
+		{&Cmd{Op: ACLSetUser, Key: []byte("a"), Items: b("off"), NX: true}, 0},               // exists
+		{&Cmd{Op: ACLSetUser, Key: []byte("a"), Items: b("off"), Keys: b("on")}, 0},          // not what it has
+		{&Cmd{Op: ACLSetUser, Key: []byte("a"), Items: b("off"), Keys: b("on", "+@all")}, 1}, // compare and set
+		{&Cmd{Op: ACLSetUser, Key: []byte("b"), Items: b("on"), Keys: b("on")}, 0},           // no such user
+		{&Cmd{Op: ACLDelUser, Keys: b("a", "b", "a")}, 1},
+		{&Cmd{Op: ACLDelUser, Keys: b("a")}, 0},
+	}
+	for i, st := range steps {
+		if err := Validate(st.c); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := u.Apply(st.c); got != st.want {
+			t.Fatalf("step %d: %d, want %d (table %v)", i, got, st.want, u)
+		}
+	}
+	if len(u) != 0 {
+		t.Fatalf("table %v, want empty", u)
+	}
+	u = Users{"x": {"on"}}
+	c := u.Clone()
+	c["x"][0] = "off"
+	if u["x"][0] != "on" {
+		t.Fatal("Clone shares rules")
 	}
 }

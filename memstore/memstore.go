@@ -6,29 +6,63 @@ package memstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
-// Store applies commands directly to a keyspace.
+// Store applies commands directly to a keyspace, and ACL commands to its
+// user table.
 type Store struct {
-	mu sync.Mutex
-	ks *keyspace.Keyspace
+	mu    sync.Mutex
+	ks    *keyspace.Keyspace
+	users atomic.Pointer[usersAt] // replaced, never changed, on every change
+}
+
+// usersAt is the user table at one version, and a channel closed when the
+// next version replaces it.
+type usersAt struct {
+	version uint64
+	users   command.Users
+	changed chan struct{}
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{ks: keyspace.New()} }
+func New() *Store {
+	s := &Store{ks: keyspace.New()}
+	s.users.Store(&usersAt{version: 1, users: command.Users{}, changed: make(chan struct{})})
+	return s
+}
 
 // Write applies cmds in order as one unit.
 func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]keyspace.Result, len(cmds))
+	var next command.Users
 	for i := 0; i < len(cmds); i++ {
-		out[i] = s.ks.Apply(cmds[i])
-		// A transaction whose WATCHed keys moved is left out.
-		i += min(keyspace.Skip(cmds[i], &out[i]), len(cmds)-1-i)
+		c := cmds[i]
+		switch c.Op {
+		case command.ACLSetUser, command.ACLDelUser:
+			if command.Validate(c) != nil {
+				out[i] = keyspace.Result{Err: keyspace.ErrInvalidCommand}
+				continue
+			}
+			if next == nil {
+				next = s.users.Load().users.Clone()
+			}
+			out[i] = keyspace.Result{Int: next.Apply(c)}
+		default:
+			out[i] = s.ks.Apply(c)
+			// A transaction whose WATCHed keys moved is left out.
+			i += min(keyspace.Skip(c, &out[i]), len(cmds)-1-i)
+		}
+	}
+	if next != nil {
+		old := s.users.Load()
+		s.users.Store(&usersAt{version: old.version + 1, users: next, changed: make(chan struct{})})
+		close(old.changed)
 	}
 	return out, nil
 }
@@ -38,3 +72,13 @@ func (s *Store) Barrier(context.Context, bool) error { return nil }
 
 // State is the keyspace.
 func (s *Store) State() *keyspace.Keyspace { return s.ks }
+
+// Users returns the ACL user table (not to be modified), its version and a
+// channel closed when it next changes.
+func (s *Store) Users() (uint64, map[string][]string, <-chan struct{}) {
+	u := s.users.Load()
+	return u.version, u.users, u.changed
+}
+
+// UsersVersion is the user table's version.
+func (s *Store) UsersVersion() uint64 { return s.users.Load().version }

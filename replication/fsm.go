@@ -53,7 +53,11 @@ type fsm struct {
 	// in the image with the state: a restarting node learns from it whether
 	// it is the only voter before Raft starts. Under mu.
 	voters []string
-	dec    command.Decoder // Apply's; its commands last until the next entry
+	// users is the replicated ACL user table (ACL SETUSER, DELUSER), kept
+	// in the image like members; each change stores a new table, so
+	// readers (the RESP layer, every command) need no lock.
+	users atomic.Pointer[usersAt]
+	dec   command.Decoder // Apply's; its commands last until the next entry
 	// halt is why the state machine stopped, once it met an entry it
 	// cannot apply; halted is closed then.
 	halt     atomic.Pointer[error]
@@ -71,7 +75,31 @@ type fsm struct {
 const (
 	membersKey = "members"
 	votersKey  = "voters"
+	usersKey   = "users"
 )
+
+// usersAt is the user table at one version, and a channel closed when the
+// next version replaces it. Versions count changes and loads in this
+// process; they are not replicated.
+type usersAt struct {
+	version uint64
+	users   command.Users
+	changed chan struct{}
+}
+
+// setUsers makes u the current user table (under mu, or before the fsm is
+// shared).
+func (f *fsm) setUsers(u command.Users) {
+	old := f.users.Load()
+	next := &usersAt{version: 1, users: u, changed: make(chan struct{})}
+	if old != nil {
+		next.version = old.version + 1
+	}
+	f.users.Store(next)
+	if old != nil {
+		close(old.changed)
+	}
+}
 
 func newFSM(store *persistence.Store, log *slog.Logger) (*fsm, error) {
 	f := &fsm{store: store, log: log, advance: make(chan struct{}), members: map[string]string{}, halted: make(chan struct{})}
@@ -103,12 +131,21 @@ func (f *fsm) load() error {
 			return fmt.Errorf("stored voters: %w", err)
 		}
 	}
+	users := command.Users{}
+	if raw, err := f.store.Extra(usersKey); err != nil {
+		return err
+	} else if raw != nil {
+		if err := json.Unmarshal(raw, &users); err != nil {
+			return fmt.Errorf("stored ACL users: %w", err)
+		}
+	}
 	ks.TrackChanges()
 	f.mu.Lock()
 	f.ks.Store(ks)
 	f.persisted = applied
 	f.members = members
 	f.voters = voters
+	f.setUsers(users)
 	f.mu.Unlock()
 	f.changed.Store(applied)
 	f.setApplied(applied)
@@ -197,6 +234,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
+	var users command.Users // the user table this entry changes, if any
 	for i := 0; i < len(cmds); i++ {
 		c := cmds[i]
 		// A log entry holds hundreds of writes, mostly to a few big
@@ -209,12 +247,24 @@ func (f *fsm) Apply(l *raft.Log) any {
 			f.members[string(c.Key)] = string(c.Data)
 		case command.DelMember:
 			delete(f.members, string(c.Key))
+		case command.ACLSetUser, command.ACLDelUser:
+			if command.Validate(c) != nil {
+				out[i] = keyspace.Result{Err: keyspace.ErrInvalidCommand}
+				continue
+			}
+			if users == nil {
+				users = f.users.Load().users.Clone()
+			}
+			out[i] = keyspace.Result{Int: users.Apply(c)}
 		default:
 			out[i] = ks.Apply(c)
 			// A transaction whose WATCHed keys moved is left out, on
 			// every replica alike; its results stay empty.
 			i += min(keyspace.Skip(c, &out[i]), len(cmds)-1-i)
 		}
+	}
+	if users != nil {
+		f.setUsers(users)
 	}
 	f.mu.Unlock()
 	f.applying.Store(0)
@@ -363,8 +413,9 @@ func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 	}
 	members, _ := json.Marshal(f.members)
 	voters, _ := json.Marshal(f.voters)
+	users, _ := json.Marshal(f.users.Load().users)
 	cut := f.ks.Load().Cut()
-	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters})
+	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters, usersKey: users})
 	if err != nil {
 		cut.Restore()
 		return nil, nil, f.report(faultImage, err)
@@ -388,6 +439,13 @@ func (f *fsm) memberAddr(id string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.members[id]
+}
+
+// userTable is the ACL user table (not to be modified), its version and a
+// channel closed when it next changes.
+func (f *fsm) userTable() (uint64, map[string][]string, <-chan struct{}) {
+	u := f.users.Load()
+	return u.version, u.users, u.changed
 }
 
 func (f *fsm) memberList() map[string]string {

@@ -19,6 +19,11 @@ func FuzzFSMApply(f *testing.F) {
 	// A Watch that aborts, guarding more commands than its entry holds.
 	f.Add(command.EncodeBatch([]*command.Cmd{{Op: command.Watch, Keys: [][]byte{[]byte("k")}, Data: make([]byte, command.WatchEntryBytes), Count: 9},
 		{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 16}}))
+	f.Add(command.EncodeBatch([]*command.Cmd{
+		{Op: command.ACLSetUser, Key: []byte("u"), Items: [][]byte{[]byte("on"), []byte("+@all")}, NX: true},
+		{Op: command.ACLSetUser, Key: []byte("u"), Items: [][]byte{[]byte("off")}, Keys: [][]byte{[]byte("on"), []byte("+@all")}},
+		{Op: command.ACLDelUser, Keys: [][]byte{[]byte("u"), []byte("default")}},
+	}))
 	f.Add([]byte{3, 9, 1, 2, 0})
 	f.Add([]byte{2, 1, 63, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

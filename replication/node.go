@@ -566,6 +566,14 @@ func (n *Node) closeStores() {
 // State is the local keyspace.
 func (n *Node) State() *keyspace.Keyspace { return n.fsm.ks.Load() }
 
+// Users implements the RESP layer's user table: the replicated ACL users
+// as this node applied them (not to be modified), the table's version and
+// a channel closed when it next changes.
+func (n *Node) Users() (uint64, map[string][]string, <-chan struct{}) { return n.fsm.userTable() }
+
+// UsersVersion is the version of the user table Users returns.
+func (n *Node) UsersVersion() uint64 { return n.fsm.users.Load().version }
+
 // Ready reports whether this node can serve: its state is loaded (Open
 // returned), a leader is known, it did not stop at an entry it cannot
 // apply, and its disk takes writes. Why not, when not.

@@ -13,13 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// memSink is a raft.SnapshotSink into memory.
-type memSink struct{ bytes.Buffer }
-
-func (s *memSink) ID() string    { return "mem" }
-func (s *memSink) Cancel() error { return nil }
-func (s *memSink) Close() error  { return nil }
-
 func memFSM(t *testing.T, store *persistence.Store) *fsm {
 	t.Helper()
 	if store == nil {

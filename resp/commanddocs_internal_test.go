@@ -6,9 +6,9 @@ import (
 )
 
 // catsRegisteredElsewhere are the categories conn.go registers differently
-// from Redis 8.0-m01 (COMMAND INFO reports Redis's; ACL checks use the
-// registration). Containers: Redis gives the bare container @slow only, and
-// ACL checks a subcommand against the container's categories here.
+// from Redis 8.0-m01 (COMMAND INFO reports Redis's, and ACL uses COMMAND
+// INFO's, subcommands their own). Containers: Redis gives the bare
+// container @slow only.
 var catsRegisteredElsewhere = map[string]bool{
 	"client": true, "config": true, "module": true, // containers
 	"lastsave": true, // Redis adds @dangerous

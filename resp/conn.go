@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -113,20 +114,43 @@ func validName(b []byte) bool {
 }
 
 // checkAuth validates a user and password and, on success, makes the
-// session that user.
-func (s *session) checkAuth(user, pass []byte) bool {
-	u := s.srv.users[string(user)]
+// session that user; a failure goes to the ACL LOG under the command the
+// client sent (AUTH, HELLO).
+//
+// In a cluster, a failure is checked again once this node has applied
+// everything acknowledged before (a read barrier): a user ACL SETUSER
+// created or changed on another node authenticates here as soon as the
+// change was acknowledged there.
+func (s *session) checkAuth(cmd, user, pass []byte) bool {
+	st := s.srv.acl()
+	u := st.users[string(user)]
+	if (u == nil || !u.checkPassword(pass)) && s.srv.cluster != nil && s.authBarrier() == nil {
+		st = s.srv.acl()
+		u = st.users[string(user)]
+	}
 	if u == nil || !u.checkPassword(pass) {
+		s.logDenial(aclDeniedAuth, string(cmd), string(user))
 		return false
 	}
-	s.user = u
+	s.setUser(u, st.version)
 	return true
 }
+
+// authBarrier is the read barrier of a failed authentication, bounded
+// more tightly than a read's: without a leader a wrong password is
+// answered within authBarrierTimeout.
+func (s *session) authBarrier() error {
+	ctx, cancel := context.WithTimeout(s.srv.ctx, min(s.srv.opts.ReadTimeout, authBarrierTimeout))
+	defer cancel()
+	return s.srv.backend.Barrier(ctx, false)
+}
+
+const authBarrierTimeout = 2 * time.Second
 
 func cmdAuth(s *session, a [][]byte) {
 	switch len(a) {
 	case 2:
-		if s.srv.opts.RequirePass == "" {
+		if s.srv.acl().def.nopass {
 			s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -136,7 +160,7 @@ func cmdAuth(s *session, a [][]byte) {
 		s.w.Error(msgSyntax)
 		return
 	}
-	if !s.checkAuth(a[1], a[2]) {
+	if !s.checkAuth(a[0], a[1], a[2]) {
 		s.w.Error(msgWrongPass)
 		return
 	}
@@ -164,7 +188,7 @@ func cmdHello(s *session, a [][]byte) {
 		more := len(a) - i - 1
 		switch {
 		case strings.EqualFold(string(a[i]), "AUTH") && more >= 2:
-			if !s.checkAuth(a[i+1], a[i+2]) {
+			if !s.checkAuth(a[0], a[i+1], a[i+2]) {
 				s.w.Error(msgWrongPass)
 				return
 			}
@@ -250,8 +274,7 @@ func cmdReset(s *session, a [][]byte) {
 	empty := ""
 	s.name.Store(&empty)
 	s.stale = s.srv.stale.Load()
-	s.authed = s.srv.opts.RequirePass == ""
-	s.user = s.srv.users["default"]
+	s.setDefaultAuth()
 	s.w.Simple("RESET")
 }
 
@@ -304,6 +327,12 @@ func cmdExec(s *session, a [][]byte) {
 	anyWrite := false
 	for i, q := range queue {
 		items[i].q = q
+		// The user's rules may have changed since the command was queued.
+		if r, pos := s.user.check(q.sp.acl, q.args); r != aclOK {
+			s.logDenialIn(r, aclCtxMulti, deniedObject(r, q.sp, q.args[pos]), s.user.Name)
+			items[i].err = aclDenialAtExec(r)
+			continue
+		}
 		if q.sp.run != nil {
 			continue
 		}
@@ -454,8 +483,8 @@ func cmdOnOff(s *session, a [][]byte) {
 
 func (s *session) clientLine() string {
 	age := int64(time.Since(s.created).Seconds())
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		s.id, s.nc.RemoteAddr(), s.nc.LocalAddr(), *s.name.Load(), age, s.db, s.w.proto, s.libName, s.libVer)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		s.id, s.nc.RemoteAddr(), s.nc.LocalAddr(), *s.name.Load(), age, s.db, s.user.Name, s.w.proto, s.libName, s.libVer)
 }
 
 func cmdClientList(s *session, a [][]byte) {

@@ -11,7 +11,10 @@
 // keyspace directly. Replies go out in one write per batch.
 //
 // State and locks: a session belongs to its goroutine; the server's client
-// table and the CONFIG SET module settings have their own mutexes. A batch's
+// table, the CONFIG SET module settings and the ACL LOG have their own
+// mutexes. ACL users come from the backend's replicated user table
+// (UserTable), parsed once per table version into an immutable set behind
+// an atomic pointer; a session compares the version before each command. A batch's
 // commands point into the session's query buffer and arenas, which are
 // reused only once the backend answered the batch for certain: after an
 // error (an unknown outcome above all) the log may still encode them, so

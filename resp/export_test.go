@@ -23,3 +23,12 @@ func ReadAllocs(srv *Server, args [][]byte, runs int) float64 {
 	run()
 	return testing.AllocsPerRun(runs, run)
 }
+
+// LogDeniedCommand adds the ACL LOG entry a top-level command refused to
+// user would add: replays use it for the commands Redis has and this
+// server does not (PUBLISH), so that the log groups entries as Redis's.
+func LogDeniedCommand(srv *Server, object, user string) {
+	now := srv.opts.Now().UnixMilli()
+	srv.aclLog.add(&aclLogEntry{count: 1, reason: "command", context: aclCtxTopLevel, object: object, user: user,
+		created: now, updated: now})
+}

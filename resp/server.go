@@ -71,7 +71,12 @@ type Options struct {
 	// loopback addresses.
 	Local func(net.Addr) bool
 	// Users are ACL users besides "default" (see ParseUser). A client that
-	// authenticates as one of them may run only what its rules allow.
+	// authenticates as one of them may run only what its rules allow. With
+	// a backend that keeps a user table (UserTable), each is written into
+	// the table once, when the table does not have it; from then on the
+	// table's rules win (ACL SETUSER changes them, ACL DELUSER removes the
+	// user until a restart with the flag writes it again). Otherwise they
+	// are fixed.
 	Users []*User
 	// Module holds the bf-*/cf-* settings (CONFIG GET/SET). Default
 	// DefaultModuleConfig().
@@ -87,6 +92,11 @@ type Options struct {
 	// Stale makes reads serve local state by default instead of
 	// linearizable reads. Default false.
 	Stale bool
+	// ACLFile is Redis's aclfile: ACL LOAD replaces the users by its
+	// users, ACL SAVE writes them to it. At start its users are written
+	// into the user table when the table lacks them, as Users are (the
+	// two cannot be given together). Default: none.
+	ACLFile string
 	// ReadTimeout bounds how long a read waits to be made consistent (a
 	// read index, this node catching up). Writes wait as the backend
 	// decides. Default 10s.
@@ -139,9 +149,12 @@ func (o *Options) Validate() error {
 		o.Module = &m
 	}
 	for _, u := range o.Users {
-		if u.Name == "default" {
+		if u.Name == command.DefaultUser {
 			return errors.New("the default user is configured by requirepass")
 		}
+	}
+	if o.ACLFile != "" && len(o.Users) > 0 {
+		return errors.New("users given with --user and an --aclfile at once: define users in one place only")
 	}
 	return o.Module.Validate()
 }
@@ -152,8 +165,16 @@ type Server struct {
 	backend Backend
 	cluster Cluster // nil for a backend that does not replicate
 	module  moduleState
-	users   map[string]*User // read-only after New
-	stale   atomic.Bool      // default read consistency of new connections
+	// userTable is the backend's replicated ACL users (nil if it keeps
+	// none: then staticUsers are the users, fixed); aclCache holds them
+	// parsed; aclLog is ACL LOG.
+	userTable   UserTable
+	seeds       []*User // Options.Users, or the users of Options.ACLFile
+	staticUsers []*User
+	seeding     atomic.Bool // seedUsers is writing the --user users into the table
+	aclCache    aclCache
+	aclLog      aclLog
+	stale       atomic.Bool // default read consistency of new connections
 	// inflight is what accepted RESERVEs will add once applied: the
 	// recount cannot see them yet.
 	inflight  atomic.Int64
@@ -186,13 +207,27 @@ func New(opts Options, b Backend) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.module.cfg = *opts.Module
-	s.users = map[string]*User{"default": defaultUser(opts.RequirePass)}
-	for _, u := range opts.Users {
-		s.users[u.Name] = u
-	}
 	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
+	}
+	s.seeds = opts.Users
+	if opts.ACLFile != "" {
+		users, err := fileUsers(opts.ACLFile)
+		if err != nil {
+			return nil, fmt.Errorf("aclfile: %w", err)
+		}
+		s.seeds = users
+	}
+	if t, ok := b.(UserTable); ok {
+		s.userTable = t
+		if s.cluster == nil && !s.seedOnce() {
+			return nil, errors.New("cannot write the --user users into the user table")
+		}
+		s.seeding.Store(s.cluster != nil && len(s.seeds) > 0)
+	} else {
+		s.staticUsers = s.seeds
+		s.aclCache.state.Store(s.buildACL(0, nil))
 	}
 	return s, nil
 }
@@ -220,6 +255,19 @@ func (s *Server) Serve() error {
 		defer s.wg.Done()
 		s.expireLoop()
 	}()
+	if s.userTable != nil {
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			s.aclLoop()
+		}()
+		go func() {
+			defer s.wg.Done()
+			if s.cluster != nil {
+				s.seedUsers()
+			}
+		}()
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -269,7 +317,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
 		return
 	}
-	if s.opts.ProtectedMode && s.opts.RequirePass == "" && !s.opts.Local(nc.RemoteAddr()) {
+	if s.opts.ProtectedMode && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		nc.Write([]byte("-" + msgDenied + "\r\n"))

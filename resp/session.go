@@ -23,14 +23,19 @@ type session struct {
 	created time.Time
 	w       Writer
 
-	db      uint8
-	authed  bool
-	user    *User // who the client authenticated as (default before AUTH)
-	name    atomic.Pointer[string]
-	libName string
-	libVer  string
-	stale   bool // read consistency for this connection
-	closing bool
+	db     uint8
+	authed bool
+	// user is who the client authenticated as (default before AUTH), as
+	// of the user table's version aclVer; userName is its name, for other
+	// goroutines (CLIENT LIST, closing a deleted user's connections).
+	user     *User
+	aclVer   uint64
+	userName atomic.Pointer[string]
+	name     atomic.Pointer[string]
+	libName  string
+	libVer   string
+	stale    bool // read consistency for this connection
+	closing  bool
 
 	// MULTI state
 	multi bool
@@ -66,13 +71,47 @@ type session struct {
 }
 
 func newSession(s *Server, nc net.Conn) *session {
-	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(),
-		authed: s.opts.RequirePass == "", stale: s.stale.Load(), user: s.users["default"]}
+	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(), stale: s.stale.Load()}
+	sess.setDefaultAuth()
 	sess.w.proto = 2
 	empty := ""
 	sess.name.Store(&empty)
 	return sess
 }
+
+// setDefaultAuth makes the client the default user, authenticated if that
+// user is on and needs no password (Redis's clientSetDefaultAuth).
+func (s *session) setDefaultAuth() {
+	st := s.srv.acl()
+	s.setUser(st.def, st.version)
+	s.authed = st.open
+}
+
+func (s *session) setUser(u *User, version uint64) {
+	s.user, s.aclVer = u, version
+	name := u.Name
+	s.userName.Store(&name)
+}
+
+// refreshUser picks up changes to the client's user; it reports false when
+// the user was deleted, and the connection must close (as Redis closes
+// the connections of a user ACL DELUSER removes).
+func (s *session) refreshUser() bool {
+	st := s.srv.acl()
+	if st.version == s.aclVer {
+		return true
+	}
+	u := st.users[s.user.Name]
+	if u == nil {
+		return false
+	}
+	s.setUser(u, st.version)
+	return true
+}
+
+// needAuth: the client must authenticate before most commands (Redis's
+// authRequired: not while the default user is on without a password).
+func (s *session) needAuth() bool { return !s.authed && !s.srv.acl().open }
 
 func (s *session) loop() {
 	defer func() {
@@ -107,7 +146,7 @@ func (s *session) loop() {
 		s.barrierDone = false
 		s.now = s.srv.opts.Now()
 		for !s.closing {
-			a, used, perr := parseCommand(buf[pos:], lim, s.authed, args)
+			a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), args)
 			if perr == errIncomplete {
 				break
 			}
@@ -157,6 +196,11 @@ func (s *session) loop() {
 // order (resolve), then MULTI queueing: a command refused here flags an
 // open transaction, so its EXEC answers EXECABORT, as Redis's does.
 func (s *session) dispatch(args [][]byte) {
+	if !s.refreshUser() {
+		s.flushPending()
+		s.closing = true
+		return
+	}
 	s.srv.stats.commands.Add(1)
 	sp, msg := s.resolve(args)
 	if msg == "" && s.multi && !sp.noMulti && sp.denyOOM && s.overLimit() {
@@ -164,6 +208,13 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	if msg != "" {
 		s.flushPending()
+		if sp := lookupSpec(args[0]); sp != nil && sp.name == "exec" {
+			// Redis's execCommandAbort: a refused EXEC discards the
+			// transaction, and says why.
+			s.multi, s.dirty, s.queue = false, false, nil
+			s.w.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+			return
+		}
 		if s.multi {
 			s.dirty = true
 		}
@@ -190,13 +241,15 @@ type queued struct {
 
 // resolve finds the command, or subcommand, args name, and checks that
 // this client may run it, in Redis's order: unknown command,
-// authentication, arity, unknown subcommand and its arity, then ACL.
+// authentication, arity, unknown subcommand and its arity, then ACL (the
+// command, or subcommand by its own categories, then the keys it names,
+// found from its key specs); a denial goes to the ACL LOG.
 func (s *session) resolve(args [][]byte) (*spec, string) {
 	sp := lookupSpec(args[0])
 	if sp == nil {
 		return nil, unknownCommand(args)
 	}
-	if !s.authed && !sp.noAuth {
+	if !sp.noAuth && s.needAuth() {
 		return nil, msgNoAuth
 	}
 	if !sp.checkArity(len(args)) {
@@ -212,10 +265,20 @@ func (s *session) resolve(args [][]byte) (*spec, string) {
 		}
 		sp = sub
 	}
-	if !sp.noAuth && !s.user.may(sp.full, sp.aclCats()) {
-		return nil, noPermission(s.user.Name, sp.full)
+	if r, pos := s.user.check(sp.acl, args); r != aclOK {
+		s.logDenial(r, deniedObject(r, sp, args[pos]), s.user.Name)
+		return nil, "NOPERM " + aclDenial(r, s.user, sp.acl, args[pos], false)
 	}
 	return sp, ""
+}
+
+// deniedObject is what the ACL LOG names for a denial: the command's full
+// name, or the key or channel.
+func deniedObject(r int, sp *spec, arg []byte) string {
+	if r == aclDeniedCmd {
+		return sp.acl.full
+	}
+	return string(arg)
 }
 
 // execute runs a resolved command.

@@ -38,6 +38,8 @@ type spec struct {
 	stats *cmdStats
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
+	// acl is the command as ACL rules see it (its id, categories, keys).
+	acl *aclCmd
 }
 
 func (sp *spec) checkArity(n int) bool {
@@ -67,15 +69,7 @@ func initStats() {
 			sub.full, sub.parent = sp.name+"|"+sub.name, sp
 		}
 	}
-}
-
-// aclCats are the categories ACL rules match a command by: a subcommand
-// without its own has its parent's.
-func (sp *spec) aclCats() []string {
-	if sp.cats == nil && sp.parent != nil {
-		return sp.parent.cats
-	}
-	return sp.cats
+	initACL()
 }
 
 func lookupSpec(name []byte) *spec {

@@ -54,6 +54,7 @@ type config struct {
 	tlsAuthClients string
 	tlsCluster     bool
 	users          userFlags
+	aclFile        string
 	requirePass    string
 	maxClients     int64
 	maxFilterBytes uint64
@@ -102,7 +103,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(choiceValue{&c.tlsAuthClients, []string{"yes", "no", "optional"}}, "tls-auth-clients", "require client certificates: yes, no or optional (needs --tls-ca-cert-file)")
 	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS on the Raft port (Raft and the peer protocol); only nodes with a certificate from the CA may join")
 	fs.BoolVar(&c.protected, "protected-mode", true, "with no password, refuse clients that are not on loopback")
-	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password +@read +@bloom" (repeatable)`)
+	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password ~app:* +@read +@bloom" (repeatable); written into the replicated user table at start if the table lacks it`)
+	fs.StringVar(&c.aclFile, "aclfile", "", "Redis's ACL file: ACL LOAD replaces the users by its own, ACL SAVE writes them to it; at start its users are written into the user table if the table lacks them")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	c.maxClients = 10000
 	fs.Var(rangeValue{&c.maxClients, 1, 1 << 20}, "maxclients", "maximum connected clients")
@@ -256,7 +258,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	srvOpts := resp.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: int(c.maxClients), ProtectedMode: c.protected,
 		Limits: resp.Limits{MaxBulk: int64(c.maxBulk), MaxArgs: c.maxArgs, MaxInline: int(c.maxInline), MaxQueryBuffer: int(c.maxQueryBuffer)},
-		Users:  c.users, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
+		Users:  c.users, ACLFile: c.aclFile, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
 		Module: &c.module, Logger: logger,
 	}
 	if err := srvOpts.Validate(); err != nil {
