@@ -464,6 +464,10 @@ func (p *peerClient) call(ctx context.Context, addr string, typ byte, payload []
 	stopped := stop()
 	if err != nil {
 		pc.c.Close()
+		// The peer's other idle connections are likely as dead as this one
+		// (a partition drops packets without closing anything): dial
+		// afresh next time instead of finding out one timeout at a time.
+		p.drop(addr)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -478,6 +482,17 @@ func (p *peerClient) call(ctx context.Context, addr string, typ byte, payload []
 		return nil, decodeErr(out)
 	}
 	return out, nil
+}
+
+// drop closes the idle connections to addr.
+func (p *peerClient) drop(addr string) {
+	p.mu.Lock()
+	l := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, pc := range l {
+		pc.c.Close()
+	}
 }
 
 func (p *peerClient) close() {

@@ -69,6 +69,10 @@ func (n *Node) readIndexRound(ctx context.Context) (uint64, error) {
 		return 0, command.ErrNoLeader
 	}
 	n.readRPCs.Add(1)
+	// A leader answers in a heartbeat round; one that does not answer in
+	// two election timeouts is gone, and the read finds the next one.
+	ctx, cancel := context.WithTimeout(ctx, 2*n.opts.ElectionTimeout)
+	defer cancel()
 	idx, err := n.callIndex(ctx, addr, reqReadIndex, nil)
 	if err != nil {
 		return 0, command.ErrNoLeader
