@@ -38,6 +38,8 @@ type spec struct {
 	stats *cmdStats
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
+	// af: the flags the operators' features read (admin.go).
+	af adminFlags
 }
 
 func (sp *spec) checkArity(n int) bool {
