@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,7 +58,7 @@ func (f *fakeCluster) Snapshot(ctx context.Context) error {
 	f.last.Store(time.Now().Unix())
 	return nil
 }
-func (f *fakeCluster) LastSnapshot() time.Time         { return time.Unix(f.last.Load(), 0) }
+func (f *fakeCluster) LastSnapshot() time.Time          { return time.Unix(f.last.Load(), 0) }
 func (f *fakeCluster) Reload(ctx context.Context) error { f.reloads.Add(1); return nil }
 
 // adminRecord is a record of testdata/oracle/admin.jsonl with the fields
@@ -510,4 +509,3 @@ func checkInfoFields(t *testing.T, line int, info string, want []string, got []b
 	}
 }
 
-var _ = io.EOF
