@@ -213,6 +213,9 @@ func (s *session) account(sp *spec, args [][]byte, from int) {
 		a.latency.add(event, time.Now().Unix(), d.Milliseconds())
 	}
 	if a.monitors.n.Load() > 0 && !sp.af.admin && !sp.af.skipMonitor {
+		if s.adm.mon != nil {
+			s.sendOut() // a monitor gets its own reply before the line, as in Redis
+		}
 		a.monitors.feed(s, sp, args)
 	}
 	if sp.af.write && !failed {
@@ -246,6 +249,9 @@ func lookedUp(args [][]byte) *spec {
 // queueing a command: a command flagged no_multi inside MULTI, and a
 // MONITOR client touching the keyspace (Redis treats it as a replica).
 func (s *session) admit(sp *spec) string {
+	if sp.name == "debug" && !s.debugAllowed() {
+		return msgDebugNotAllowed
+	}
 	if s.multi && sp.af.noMulti {
 		return "ERR Command not allowed inside a transaction"
 	}

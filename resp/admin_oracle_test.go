@@ -508,4 +508,3 @@ func checkInfoFields(t *testing.T, line int, info string, want []string, got []b
 		}
 	}
 }
-

@@ -328,6 +328,9 @@ func cmdExec(s *session, a [][]byte) {
 		case it.err != "":
 			s.w.Error(it.err)
 		case it.cmd != nil:
+			if !it.cmd.Op.IsWrite() {
+				s.countLookups(it.cmd, &results[j])
+			}
 			s.renderResult(it.q.sp, it.cmd, &results[j])
 			j++
 		default:
