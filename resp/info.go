@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,15 +103,21 @@ func (s *Server) infoText(args [][]byte) string {
 	return b.String()
 }
 
+// buildID is redis_build_id: the source revision the binary was built
+// from, or without one a digest of its build information (Go version,
+// dependencies, settings).
 var buildID = func() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, st := range bi.Settings {
-			if st.Key == "vcs.revision" && len(st.Value) >= 16 {
-				return st.Value[:16]
-			}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "0"
+	}
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" && len(st.Value) >= 16 {
+			return st.Value[:16]
 		}
 	}
-	return "0"
+	sum := sha1.Sum([]byte(bi.String()))
+	return hex.EncodeToString(sum[:8])
 }()
 
 var osName = func() string {
