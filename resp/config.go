@@ -347,6 +347,7 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 		for _, p := range patterns {
 			if strings.EqualFold(string(p), pair[0]) && !strings.ContainsAny(string(p), "[*?") {
 				out[i][0] = string(p)
+				break
 			}
 		}
 	}

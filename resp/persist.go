@@ -120,6 +120,10 @@ func cmdBgsave(s *session, a [][]byte) {
 		defer srv.wg.Done()
 		srv.save()
 	}()
+	if s.adm.top != nil && s.adm.top.name == "exec" {
+		s.w.Simple("Background saving scheduled") // Redis defers a BGSAVE in EXEC
+		return
+	}
 	s.w.Simple("Background saving started")
 }
 
