@@ -109,20 +109,19 @@ type serverAdmin struct {
 	cfgMu   sync.Mutex
 	changed map[string]bool
 
-	processed atomic.Int64 // commands that ran (total_commands_processed)
-	netIn     atomic.Int64
-	netOut    atomic.Int64
-	reads     atomic.Int64
-	writes    atomic.Int64
-	qbufDrop  atomic.Int64 // clients closed over client-query-buffer-limit
-	obufDrop  atomic.Int64 // MONITOR clients closed over their output limit
-	hits      atomic.Int64
-	misses    atomic.Int64
-	expired   atomic.Int64
-	errors    atomic.Int64 // total_error_replies
-	peakMem   atomic.Uint64
-	changes   atomic.Int64    // writes applied through this server since its last save
-	denied    [4]atomic.Int64 // ACL denials: auth, command, key, channel
+	netIn    atomic.Int64
+	netOut   atomic.Int64
+	reads    atomic.Int64
+	writes   atomic.Int64
+	qbufDrop atomic.Int64 // clients closed over client-query-buffer-limit
+	obufDrop atomic.Int64 // MONITOR clients closed over their output limit
+	hits     atomic.Int64 // of the connections that closed
+	misses   atomic.Int64
+	expired  atomic.Int64
+	errors   atomic.Int64 // total_error_replies
+	peakMem  atomic.Uint64
+	changes  atomic.Int64    // writes applied through this server since its last save
+	denied   [4]atomic.Int64 // ACL denials: auth, command, key, channel
 	// INFO's counts of connections and refusals since CONFIG RESETSTAT:
 	// the metrics' own counters are never reset.
 	connBase, rejBase atomic.Int64
@@ -186,6 +185,8 @@ type sessionAdmin struct {
 	mon              *monitorOut
 
 	pendArgs [][][]byte // the arguments of the pending writes (slow log, MONITOR)
+	word     uint64     // the last published pub.word
+	lastCmd  *spec      // the last published pub.lastCmd
 }
 
 // account notes a command once its reply, starting at offset from, is
@@ -195,9 +196,12 @@ type sessionAdmin struct {
 func (s *session) account(sp *spec, args [][]byte, from int) {
 	failed := from < len(s.w.buf) && s.w.buf[from] == '-'
 	s.acct = append(s.acct, accounted{sp})
-	d := time.Since(s.adm.t0)
+	// Each command's time runs from the end of the one before (or the
+	// batch's arrival): one clock read per command.
+	now := time.Now()
+	d := now.Sub(s.adm.t0)
+	s.adm.t0 = now
 	a := &s.srv.adm
-	a.processed.Add(1)
 	sp.stats.ran(d, failed)
 	if failed {
 		s.srv.countError(s.w.buf[from:])
@@ -380,13 +384,14 @@ func (s *session) sendOut() error {
 }
 
 // noteRead counts n bytes read into a query buffer now holding size bytes
-// of cap.
+// of cap; the batch's commands start now.
 func (s *session) noteRead(n, size, cap int) {
 	a := &s.srv.adm
 	a.netIn.Add(int64(n))
 	a.reads.Add(1)
 	p := &s.adm.pub
-	p.lastIO.Store(time.Now().UnixNano())
+	s.adm.t0 = time.Now()
+	p.lastIO.Store(s.adm.t0.UnixNano())
 	p.qbuf.Store(int64(size))
 	if s.adm.qcap != cap {
 		s.adm.qcap = cap
@@ -404,15 +409,17 @@ func (s *session) noteRead(n, size, cap int) {
 func (s *session) countLookups(c *command.Cmd, r *keyspace.Result) {
 	switch c.Op {
 	case command.Exists:
-		s.srv.adm.hits.Add(r.Int)
-		s.srv.adm.misses.Add(int64(len(c.Keys)) - r.Int)
+		s.adm.pub.hits.Add(r.Int)
+		s.adm.pub.misses.Add(int64(len(c.Keys)) - r.Int)
 		return
 	case command.BFExists, command.CFExists, command.CFCount:
-		for _, v := range r.Ints {
-			if v != 0 {
-				s.srv.adm.hits.Add(1)
-				return
+		if r.Err == nil {
+			if r.Found {
+				s.adm.pub.hits.Add(1)
+			} else {
+				s.adm.pub.misses.Add(1)
 			}
+			return
 		}
 	case command.BFInfo, command.BFCard, command.BFScanDump, command.BFDebug,
 		command.CFInfo, command.CFScanDump, command.CFDebug, command.Type, command.TTL, command.Get, command.Dump:
@@ -420,9 +427,9 @@ func (s *session) countLookups(c *command.Cmd, r *keyspace.Result) {
 		return
 	}
 	if s.srv.backend.State().Lookup(c.DB, c.Key, c.Now) != nil {
-		s.srv.adm.hits.Add(1)
+		s.adm.pub.hits.Add(1)
 	} else {
-		s.srv.adm.misses.Add(1)
+		s.adm.pub.misses.Add(1)
 	}
 }
 
@@ -442,4 +449,42 @@ func catsOf(full string) []string {
 		return in.cats
 	}
 	return nil
+}
+
+// setLastCmd publishes the command being run (CLIENT LIST's cmd=).
+func (s *session) setLastCmd(sp *spec) {
+	if sp != s.adm.lastCmd {
+		s.adm.lastCmd = sp
+		s.adm.pub.lastCmd.Store(sp)
+	}
+}
+
+// finish ends a session: a monitor's queue is written out, and its
+// counters join the server's.
+func (s *session) finish() {
+	s.endMonitor()
+	s.srv.adm.hits.Add(s.adm.pub.hits.Load())
+	s.srv.adm.misses.Add(s.adm.pub.misses.Load())
+}
+
+// lookups is keyspace_hits and keyspace_misses: the closed connections'
+// and the open ones'.
+func (s *Server) lookups() (hits, misses int64) {
+	hits, misses = s.adm.hits.Load(), s.adm.misses.Load()
+	for _, c := range s.clientList() {
+		hits += c.adm.pub.hits.Load()
+		misses += c.adm.pub.misses.Load()
+	}
+	return hits, misses
+}
+
+// processed is total_commands_processed: the commands that ran since
+// CONFIG RESETSTAT.
+func (s *Server) processed() int64 {
+	var n int64
+	eachStat(func(_ string, sp *spec) {
+		c, _, _, _ := sp.stats.sinceReset()
+		n += c
+	})
+	return n
 }

@@ -473,7 +473,7 @@ func (s *Server) infoStats(b *infoBuilder) {
 	a := &s.adm
 	ops, in, out := a.inst.rates()
 	b.kv("total_connections_received", s.stats.connections.Load()-a.connBase.Load())
-	b.kv("total_commands_processed", a.processed.Load())
+	b.kv("total_commands_processed", s.processed())
 	b.kv("instantaneous_ops_per_sec", int64(ops+0.5))
 	b.kv("total_net_input_bytes", a.netIn.Load())
 	b.kv("total_net_output_bytes", a.netOut.Load())
@@ -497,8 +497,9 @@ func (s *Server) infoStats(b *infoBuilder) {
 	b.kv("evicted_scripts", 0)
 	b.kv("total_eviction_exceeded_time", 0)
 	b.kv("current_eviction_exceeded_time", 0)
-	b.kv("keyspace_hits", a.hits.Load())
-	b.kv("keyspace_misses", a.misses.Load())
+	hits, misses := s.lookups()
+	b.kv("keyspace_hits", hits)
+	b.kv("keyspace_misses", misses)
 	b.kv("pubsub_channels", 0)
 	b.kv("pubsub_patterns", 0)
 	b.kv("pubsubshard_channels", 0)
@@ -591,7 +592,7 @@ func (s *Server) infoErrorstats(b *infoBuilder) {
 func (s *Server) infoLatencystats(b *infoBuilder) {
 	eachStat(func(full string, sp *spec) {
 		h := sp.stats.hist.Load()
-		if h == nil || h.total.Load() == 0 {
+		if h == nil || h.count() == 0 {
 			return
 		}
 		us := func(p float64) string { return fmt.Sprintf("%.3f", float64(h.percentile(p))/1000) }
@@ -673,7 +674,7 @@ func (s *Server) sampleLoop() {
 			return
 		case now := <-t.C:
 			a := &s.adm
-			a.inst.tick(now, [3]int64{a.processed.Load(), a.netIn.Load(), a.netOut.Load()})
+			a.inst.tick(now, [3]int64{s.processed(), a.netIn.Load(), a.netOut.Load()})
 			s.notePeak(readMem().heap)
 		}
 	}

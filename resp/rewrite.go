@@ -41,7 +41,11 @@ func (s *Server) resetStats() {
 	eachStat(func(_ string, sp *spec) { sp.stats.reset() })
 	a := &s.adm
 	a.errs.reset()
-	for _, c := range []*atomic.Int64{&a.processed, &a.netIn, &a.netOut, &a.reads, &a.writes,
+	for _, c := range s.clientList() {
+		c.adm.pub.hits.Store(0)
+		c.adm.pub.misses.Store(0)
+	}
+	for _, c := range []*atomic.Int64{&a.netIn, &a.netOut, &a.reads, &a.writes,
 		&a.qbufDrop, &a.obufDrop, &a.hits, &a.misses, &a.expired, &a.errors,
 		&a.denied[0], &a.denied[1], &a.denied[2], &a.denied[3]} {
 		c.Store(0)

@@ -303,7 +303,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Unlock()
 	s.stats.connections.Add(1)
 	defer func() {
-		sess.endMonitor()
+		sess.finish()
 		s.mu.Lock()
 		delete(s.clients, sess.id)
 		s.mu.Unlock()

@@ -163,12 +163,12 @@ func (s *session) loop() {
 func (s *session) dispatch(args [][]byte) {
 	s.quietStart()
 	defer s.quietEnd()
-	s.adm.t0, s.adm.args = time.Now(), args
+	s.adm.args = args
 	sp, msg := s.resolve(args)
 	if msg == "" {
-		s.adm.pub.lastCmd.Store(sp)
+		s.setLastCmd(sp)
 	} else {
-		s.adm.pub.lastCmd.Store(lookedUp(args))
+		s.setLastCmd(lookedUp(args))
 	}
 	if msg == "" {
 		msg = s.admit(sp)
@@ -379,9 +379,10 @@ func (s *session) flushPending() {
 	}
 	s.pauseGate(nil) // CLIENT PAUSE holds writes before they reach the log
 	cmds, specs := s.pending, s.pendSpec
-	s.adm.t0 = time.Now()
+	start := time.Now()
 	res, err := s.write(cmds)
 	for i, c := range cmds {
+		s.adm.t0 = start // each took the batch's time through the log
 		from := len(s.w.buf)
 		if err != nil {
 			s.w.Error(wireError(err))
@@ -390,7 +391,6 @@ func (s *session) flushPending() {
 		}
 		s.account(specs[i], s.adm.pendArgs[i], from)
 	}
-	s.adm.t0 = time.Now()
 	if err == nil && cap(s.cmdArena) <= keptCommands && cap(s.listArena) <= keptCommands {
 		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
 		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]

@@ -69,7 +69,15 @@ func (c *cmdStats) reset() {
 // latencystats's three decimals need at the scale commands run.
 type latencyHist struct {
 	counts [64 * 16]atomic.Int64
-	total  atomic.Int64
+}
+
+// count is how many runs the histogram holds.
+func (h *latencyHist) count() int64 {
+	var n int64
+	for i := range h.counts {
+		n += h.counts[i].Load()
+	}
+	return n
 }
 
 func histIndex(ns uint64) int {
@@ -93,13 +101,12 @@ func histUpper(i int) uint64 {
 func (h *latencyHist) add(d time.Duration) {
 	ns := uint64(max(d, 0))
 	h.counts[min(histIndex(ns), len(h.counts)-1)].Add(1)
-	h.total.Add(1)
 }
 
 // percentile is the upper bound, in nanoseconds, of the bucket holding the
 // p-th percentile (0 < p <= 100).
 func (h *latencyHist) percentile(p float64) uint64 {
-	total := h.total.Load()
+	total := h.count()
 	if total == 0 {
 		return 0
 	}
@@ -118,7 +125,7 @@ func (h *latencyHist) percentile(p float64) uint64 {
 // powersOfTwo is LATENCY HISTOGRAM's view: cumulative counts at upper
 // bounds of 1, 2, 4, … microseconds, where the count grows.
 func (h *latencyHist) powersOfTwo() (calls int64, bounds []int64, cum []int64) {
-	calls = h.total.Load()
+	calls = h.count()
 	var c int64
 	next := 0
 	bound := int64(1)
