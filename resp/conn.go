@@ -186,6 +186,9 @@ func cmdHello(s *session, a [][]byte) {
 	}
 	s.w.proto = proto
 	role := "master"
+	if s.srv.cluster != nil && !s.srv.cluster.IsLeader() {
+		role = "replica" // as INFO replication's role:slave, in HELLO's word
+	}
 	s.w.Map(7)
 	s.w.BulkString("server")
 	s.w.BulkString("redis")
