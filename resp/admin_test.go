@@ -584,3 +584,24 @@ func TestClientListFields(t *testing.T) {
 		t.Errorf("fd=%s", f["fd"])
 	}
 }
+
+// TestOOMIsRejected: a write refused over maxmemory counts as rejected,
+// not as a call, and MONITOR does not show it, as in Redis.
+func TestOOMIsRejected(t *testing.T) {
+	srv := startWith(t, resp.Options{MaxMemory: 1}, memstore.New())
+	cl, mon := dial(t, srv), dial(t, srv)
+	mon.run(t, "MONITOR")
+	if got := cl.run(t, "BF.RESERVE", "k", "0.01", "1000"); !strings.HasPrefix(got, "-OOM ") {
+		t.Fatalf("BF.RESERVE over maxmemory: %q", got)
+	}
+	cl.run(t, "PING", "after")
+	n, _, _ := parseNode(cl.do(t, argv("INFO", "commandstats")))
+	if !regexp.MustCompile(`cmdstat_bf\.reserve:calls=0,usec=0,usec_per_call=0\.00,rejected_calls=1,failed_calls=0`).MatchString(n.s) {
+		t.Fatalf("commandstats:\n%s", n.s)
+	}
+	mon.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := golden.ReadFrame(mon.r)
+	if err != nil || !strings.HasSuffix(string(line), `"PING" "after"`+"\r\n") {
+		t.Fatalf("the monitor's first line %q %v, want the PING", line, err)
+	}
+}

@@ -253,7 +253,11 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.flushPending()
 		from := len(s.w.buf)
 		s.w.Error(errMsg)
-		s.account(sp, args, from)
+		if errMsg == msgOOM {
+			s.rejected(args, from) // Redis refuses it before it runs
+		} else {
+			s.account(sp, args, from)
+		}
 		return
 	}
 	if c.Op.IsWrite() {
