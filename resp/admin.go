@@ -482,9 +482,13 @@ func (s *Server) lookups() (hits, misses int64) {
 // CONFIG RESETSTAT.
 func (s *Server) processed() int64 {
 	var n int64
-	eachStat(func(_ string, sp *spec) {
+	for _, sp := range commands {
 		c, _, _, _ := sp.stats.sinceReset()
 		n += c
-	})
+		for _, sub := range sp.subs {
+			c, _, _, _ := sub.stats.sinceReset()
+			n += c
+		}
+	}
 	return n
 }
