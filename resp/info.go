@@ -151,7 +151,7 @@ func (s *Server) infoServer(b *infoBuilder) {
 	}
 	b.kv("atomicvar_api", "sync-atomic")
 	b.kv("gcc_version", "0.0.0")
-	b.kv("process_id", os.Getpid())
+	b.kv("process_id", pid())
 	supervised := "no"
 	if os.Getenv("INVOCATION_ID") != "" {
 		supervised = "systemd"
