@@ -124,6 +124,9 @@ type Result struct {
 	List  [][]byte // KEYS, SCAN, BF.DEBUG lines
 	BF    *BFInfo
 	CF    *scalable.CuckooInfo
+	// Found: the key a membership read (BF/CF EXISTS, CF.COUNT) looked up
+	// exists, of whatever type (INFO's keyspace_hits).
+	Found bool
 }
 
 // BFInfo is BF.INFO's fields.

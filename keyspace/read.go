@@ -29,6 +29,7 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		ints := r.Ints[:0]
 		*r = Result{}
 		v := k.Lookup(c.DB, c.Key, c.Now)
+		r.Found = v != nil
 		bloom := v != nil && v.Kind == KindBloom && c.Op == command.BFExists
 		if bloom && len(c.Items) > 1 {
 			prefetchFirst(v.Bloom, c.Items)

@@ -148,6 +148,13 @@ func (n *Node) Backup(ctx context.Context, path string) (uint64, error) {
 // the keyspace loaded back from it, as a restart would.
 func (n *Node) Reload(ctx context.Context) error { return n.fsm.reload() }
 
+// ChangesSinceSnapshot is INFO persistence's rdb_changes_since_last_save:
+// the log entries this node applied after its latest snapshot.
+func (n *Node) ChangesSinceSnapshot() uint64 {
+	snap, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	return n.fsm.applied.Load() - min(snap, n.fsm.applied.Load())
+}
+
 // ReplicationInfo implements resp.Cluster: INFO replication in Redis's
 // words, so that Redis tools understand it (role:master on the leader,
 // role:slave with the leader's RESP address on a follower, the followers

@@ -348,7 +348,7 @@ func (s *session) logDenial(reason int, object, user string) {
 func (s *session) logDenialIn(reason int, ctx, object, user string) {
 	now := s.srv.opts.Now().UnixMilli()
 	s.srv.aclLog.add(&aclLogEntry{count: 1, reason: aclReasons[reason], context: ctx, object: object, user: user,
-		clientInfo: s.clientLine(), created: now, updated: now})
+		clientInfo: s.clientLine(true), created: now, updated: now})
 }
 
 // add counts e in an entry like it among the latest, or adds it.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -161,20 +162,160 @@ var moduleParams = []configParam{
 	intParam("cf-max-expansions", func(m *ModuleConfig) *int64 { return &m.CFMaxExpansions }, constLo(1), command.MaxMaxExpansions),
 }
 
-// serverParams are answered for tools that probe them (redis-benchmark
-// reads save and appendonly); they are fixed.
-var serverParams = map[string]string{
-	"save":        "",
-	"appendonly":  "no",
-	"databases":   "16",
-	"maxmemory":   "",
-	"port":        "",
-	"requirepass": "",
-	"maxclients":  "",
+// serverParam is one of the server's own settings: CONFIG GET shows it;
+// CONFIG SET changes it at run time when it has a set (the rest answer
+// Redis's "can't set immutable config"). flag names the cmd/bfserver
+// setting CONFIG REWRITE writes it as, with value's text; "" for none.
+type serverParam struct {
+	name string
+	get  func(s *Server) string
+	// set checks v and returns what applies it, or the error text after
+	// Redis's "CONFIG SET failed (possibly related to argument …) - ".
+	set  func(s *Server, v string) (func(), string)
+	flag string
+	file func(s *Server) string
+}
 
-	"read-consistency":          "",
-	"proto-max-bulk-len":        "",
-	"client-query-buffer-limit": "",
+// The settings CONFIG SET may change at run time, and why the others may
+// not: bind/port/TLS need a new listener, databases is the keyspace's
+// shape, the protocol limits are read by every connection's parser without
+// a lock, requirepass is the ACL's (it changes the default user, which
+// every node must agree on), and save/appendonly describe the log, which
+// is always on.
+var serverParams = []serverParam{
+	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.maxMemory.Load(), 10) },
+		set: func(s *Server, v string) (func(), string) {
+			n, ok := configMemory(v)
+			if !ok {
+				return nil, "argument must be a memory value"
+			}
+			return func() { s.maxMemory.Store(n) }, ""
+		}, flag: "maxmemory", file: func(s *Server) string { return strconv.FormatUint(s.maxMemory.Load(), 10) }},
+	{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" },
+		set: func(s *Server, v string) (func(), string) {
+			switch strings.ToLower(v) {
+			case "noeviction":
+				return func() {}, ""
+			case "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random":
+				return nil, "bfserver never evicts filters (an evicted filter would answer false negatives): only noeviction is supported"
+			}
+			return nil, "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+		}},
+	intServerParam("maxclients", 1, 1<<20, func(s *Server) *atomic.Int64 { return &s.adm.maxClients }),
+	intServerParam("slowlog-log-slower-than", -1, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.slowlogSlower }),
+	intServerParam("slowlog-max-len", 0, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.slowlogMax }),
+	intServerParam("latency-monitor-threshold", 0, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.latencyMs }),
+	{name: "protected-mode", get: func(s *Server) string { return yesNo(s.adm.protected.Load()) },
+		set: func(s *Server, v string) (func(), string) {
+			b, ok := parseYesNo(v)
+			if !ok {
+				return nil, "argument must be 'yes' or 'no'"
+			}
+			return func() { s.adm.protected.Store(b) }, ""
+		}, flag: "protected-mode", file: func(s *Server) string { return strconv.FormatBool(s.adm.protected.Load()) }},
+	{name: "read-consistency", get: func(s *Server) string {
+		if s.stale.Load() {
+			return "stale"
+		}
+		return "linearizable"
+	}, set: func(s *Server, v string) (func(), string) {
+		switch strings.ToLower(v) {
+		case "linearizable":
+			return func() { s.stale.Store(false) }, ""
+		case "stale":
+			return func() { s.stale.Store(true) }, ""
+		}
+		return nil, "argument must be 'linearizable' or 'stale'"
+	}, flag: "stale-reads", file: func(s *Server) string { return strconv.FormatBool(s.stale.Load()) }},
+	{name: "save", get: func(*Server) string { return "" }},
+	{name: "appendonly", get: func(*Server) string { return "no" }},
+	{name: "databases", get: func(*Server) string { return strconv.Itoa(keyspace.NumDBs) }},
+	{name: "port", get: func(s *Server) string { return portOf(s.boundAddr()) }},
+	{name: "bind", get: func(s *Server) string { return hostOf(s.boundAddr()) }},
+	{name: "timeout", get: func(*Server) string { return "0" }},
+	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.opts.Limits.MaxBulk, 10) }},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.opts.Limits.MaxQueryBuffer) }},
+	{name: "enable-debug-command", get: func(s *Server) string { return s.opts.EnableDebugCommand }},
+	{name: "requirepass"}, // never shown, never set here
+}
+
+func intServerParam(name string, lo, hi int64, field func(s *Server) *atomic.Int64) serverParam {
+	return serverParam{name: name,
+		get: func(s *Server) string { return strconv.FormatInt(field(s).Load(), 10) },
+		set: func(s *Server, v string) (func(), string) {
+			n, ok := parseLL([]byte(v))
+			if !ok {
+				return nil, "argument couldn't be parsed into an integer"
+			}
+			if n < lo || n > hi {
+				return nil, fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+			}
+			return func() { field(s).Store(n) }, ""
+		}, flag: name, file: func(s *Server) string { return strconv.FormatInt(field(s).Load(), 10) }}
+}
+
+// configMemory reads a maxmemory value as Redis 8's CONFIG SET does
+// (memtoull): digits, then an optional unit (b, k, kb, m, mb, g, gb, any
+// case; k is 1000, kb 1024); no digits is 0, and a value past 64 bits is
+// the largest one.
+func configMemory(v string) (uint64, bool) {
+	u := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if u < 0 {
+		u = len(v)
+	}
+	mul := uint64(0)
+	switch strings.ToLower(v[u:]) {
+	case "", "b":
+		mul = 1
+	case "k":
+		mul = 1000
+	case "kb":
+		mul = 1 << 10
+	case "m":
+		mul = 1000 * 1000
+	case "mb":
+		mul = 1 << 20
+	case "g":
+		mul = 1000 * 1000 * 1000
+	case "gb":
+		mul = 1 << 30
+	default:
+		return 0, false
+	}
+	if u == 0 {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(v[:u], 10, 64)
+	if err != nil || n > math.MaxUint64/mul {
+		return math.MaxUint64, true
+	}
+	return n * mul, true
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func parseYesNo(v string) (bool, bool) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, true
+	case "no":
+		return false, true
+	}
+	return false, false
+}
+
+func lookupServerParam(name string) *serverParam {
+	for i := range serverParams {
+		if strings.EqualFold(serverParams[i].name, name) {
+			return &serverParams[i]
+		}
+	}
+	return nil
 }
 
 // configGet returns name/value pairs matching the glob patterns.
@@ -184,44 +325,31 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 	m := &s.module.cfg
 	var out [][2]string
 	seen := map[string]bool{}
-	add := func(name, val string) {
+	add := func(name string, val func() string) {
 		for _, p := range patterns {
 			if !seen[name] && globMatchFold(string(p), name) {
 				seen[name] = true
-				out = append(out, [2]string{name, val})
+				out = append(out, [2]string{name, val()})
 			}
 		}
 	}
 	for _, p := range moduleParams {
-		add(p.name, p.get(m))
+		add(p.name, func() string { return p.get(m) })
 	}
-	names := make([]string, 0, len(serverParams))
-	for n := range serverParams {
-		names = append(names, n)
+	for _, p := range serverParams {
+		if p.get != nil {
+			add(p.name, func() string { return p.get(s) })
+		}
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		v := serverParams[n]
-		switch n {
-		case "port":
-			v = portOf(s.opts.Addr)
-		case "maxclients":
-			v = strconv.Itoa(s.opts.MaxClients)
-		case "maxmemory":
-			v = strconv.FormatUint(s.maxMemory.Load(), 10)
-		case "proto-max-bulk-len":
-			v = strconv.FormatInt(s.opts.Limits.MaxBulk, 10)
-		case "client-query-buffer-limit":
-			v = strconv.Itoa(s.opts.Limits.MaxQueryBuffer)
-		case "requirepass":
-			continue // never echoed
-		case "read-consistency":
-			v = "linearizable"
-			if s.stale.Load() {
-				v = "stale"
+	// A name that is not a pattern answers under the caller's spelling,
+	// as Redis does (CONFIG GET MAXMEMORY).
+	for i, pair := range out {
+		for _, p := range patterns {
+			if strings.EqualFold(string(p), pair[0]) && !strings.ContainsAny(string(p), "[*?") {
+				out[i][0] = string(p)
+				break
 			}
 		}
-		add(n, v)
 	}
 	return out
 }
@@ -233,60 +361,76 @@ func portOf(addr string) string {
 	return addr
 }
 
-// configSet applies name/value pairs atomically: all or nothing.
-func (s *Server) configSet(pairs [][]byte) string {
-	stale, maxMem := -1, int64(-1)
-	rest := pairs[:0:0]
-	for i := 0; i+1 < len(pairs); i += 2 {
-		switch strings.ToLower(string(pairs[i])) {
-		case "read-consistency": // the server's default for new connections
-			switch strings.ToLower(string(pairs[i+1])) {
-			case "linearizable":
-				stale = 0
-			case "stale":
-				stale = 1
-			default:
-				return "ERR CONFIG SET failed (possibly related to argument 'read-consistency') - argument must be 'linearizable' or 'stale'"
-			}
-		case "maxmemory":
-			v, err := ParseMemory(string(pairs[i+1]))
-			if err != nil || v > math.MaxInt64 {
-				return "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
-			}
-			maxMem = int64(v)
-		default:
-			rest = append(rest, pairs[i], pairs[i+1])
-		}
-	}
-	if msg := s.setModule(rest); msg != "" {
-		return msg
-	}
-	if stale >= 0 {
-		s.stale.Store(stale == 1)
-	}
-	if maxMem >= 0 {
-		s.maxMemory.Store(uint64(maxMem))
+func hostOf(addr string) string {
+	if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+		return strings.Trim(addr[:i], "[]")
 	}
 	return ""
 }
 
-// setModule applies bf-*/cf-* pairs, all or none.
-func (s *Server) setModule(pairs [][]byte) string {
+// boundAddr is the listening address, or the configured one before Listen.
+func (s *Server) boundAddr() string {
+	if s.ln != nil {
+		return s.ln.Addr().String()
+	}
+	return s.opts.Addr
+}
+
+// configSet applies name/value pairs atomically, all or none, checked in
+// Redis's order: every name is looked up first (unknown, immutable and
+// duplicate names answer before any value is read), then the values are
+// checked in turn, and only then applied.
+func (s *Server) configSet(pairs [][]byte) string {
+	s.adm.cfgMu.Lock()
+	defer s.adm.cfgMu.Unlock()
+	type item struct {
+		name, value string
+		sp          *serverParam
+		module      bool
+	}
+	var items []item
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		arg := string(pairs[i])
+		name := strings.ToLower(arg)
+		it := item{name: name, value: string(pairs[i+1])}
+		if slices.ContainsFunc(moduleParams, func(p configParam) bool { return p.name == name }) {
+			it.module = true
+		} else if it.sp = lookupServerParam(name); it.sp == nil {
+			return "ERR Unknown option or number of arguments for CONFIG SET - '" + sanitize(arg, 128) + "'"
+		} else if it.sp.set == nil {
+			return "ERR CONFIG SET failed (possibly related to argument '" + sanitize(arg, 128) + "') - can't set immutable config"
+		}
+		if seen[name] {
+			return "ERR CONFIG SET failed (possibly related to argument '" + sanitize(arg, 128) + "') - duplicate parameter"
+		}
+		seen[name] = true
+		items = append(items, it)
+	}
 	s.module.mu.Lock()
 	defer s.module.mu.Unlock()
-	m := &s.module.cfg
-	backup := *m
-	for i := 0; i+1 < len(pairs); i += 2 {
-		name := strings.ToLower(string(pairs[i]))
-		idx := slices.IndexFunc(moduleParams, func(p configParam) bool { return p.name == name })
-		if idx < 0 {
-			*m = backup
-			return "ERR Unknown option or number of arguments for CONFIG SET - '" + sanitize(string(pairs[i]), 128) + "'"
+	m := s.module.cfg
+	var apply []func()
+	for _, it := range items {
+		if it.module {
+			idx := slices.IndexFunc(moduleParams, func(p configParam) bool { return p.name == it.name })
+			if msg := moduleParams[idx].set(&m, it.value); msg != "" {
+				return "ERR CONFIG SET failed (possibly related to argument '" + it.name + "') - " + msg
+			}
+			continue
 		}
-		if msg := moduleParams[idx].set(m, string(pairs[i+1])); msg != "" {
-			*m = backup
-			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + msg
+		f, msg := it.sp.set(s, it.value)
+		if msg != "" {
+			return "ERR CONFIG SET failed (possibly related to argument '" + it.sp.name + "') - " + msg
 		}
+		apply = append(apply, f)
+	}
+	s.module.cfg = m
+	for _, f := range apply {
+		f()
+	}
+	for _, it := range items {
+		s.adm.changed[it.name] = true
 	}
 	return ""
 }

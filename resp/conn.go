@@ -2,8 +2,6 @@ package resp
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -47,10 +45,8 @@ func init() {
 	conn("wait", 3, []string{}, []string{"@slow", "@connection"}, cmdWait)
 	conn("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
 	conn("config", -2, nil, []string{"@admin", "@slow", "@dangerous"}, nil).subs = map[string]*spec{
-		"get":       {name: "get", arity: -3, run: func(s *session, a [][]byte) { cmdConfigGet(s, a[2:]) }},
-		"set":       {name: "set", arity: -4, run: cmdConfigSet},
-		"resetstat": {name: "resetstat", arity: 2, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
-		"rewrite":   {name: "rewrite", arity: 2, run: func(s *session, a [][]byte) { s.w.Error("ERR The server is running without a config file") }},
+		"get": {name: "get", arity: -3, run: func(s *session, a [][]byte) { cmdConfigGet(s, a[2:]) }},
+		"set": {name: "set", arity: -4},
 	}
 	conn("module", -2, nil, []string{"@admin", "@slow", "@dangerous"}, nil).subs = map[string]*spec{
 		"list": {name: "list", arity: 2, run: cmdModuleList},
@@ -66,25 +62,17 @@ func init() {
 		}},
 		"setinfo":             {name: "setinfo", arity: 4, run: cmdClientSetInfo},
 		"id":                  {name: "id", arity: 2, run: func(s *session, a [][]byte) { s.w.Int(s.id) }},
-		"info":                {name: "info", arity: 2, run: func(s *session, a [][]byte) { s.w.Verbatim(s.clientLine() + "\n") }},
-		"list":                {name: "list", arity: -2, run: cmdClientList},
-		"no-evict":            {name: "no-evict", arity: 3, run: cmdOnOff},
-		"no-touch":            {name: "no-touch", arity: 3, run: cmdOnOff},
-		"reply":               {name: "reply", arity: 3, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
+		"info":                {name: "info", arity: 2},
+		"list":                {name: "list", arity: -2},
+		"no-evict":            {name: "no-evict", arity: 3},
+		"no-touch":            {name: "no-touch", arity: 3},
+		"reply":               {name: "reply", arity: 3},
 		"maint_notifications": {name: "maint_notifications", arity: -3, run: func(s *session, a [][]byte) { s.w.Simple("OK") }},
-		"help": {name: "help", arity: 2, run: func(s *session, a [][]byte) {
-			help := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-				"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "ID", "INFO", "LIST", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)"}
-			s.w.Array(len(help))
-			for _, h := range help {
-				s.w.Simple(h)
-			}
-		}},
+		"help":                {name: "help", arity: 2},
 	}
 	conn("command", -1, []string{"loading", "stale"}, []string{"@slow", "@connection"}, cmdCommand)
 	conn("readonly", 1, []string{"loading", "stale", "fast"}, fastConn, func(s *session, a [][]byte) { s.w.Simple("OK") })
 	conn("consistency", -1, []string{"fast"}, fastConn, cmdConsistency)
-	conn("lastsave", 1, []string{"loading", "stale", "fast"}, []string{"@fast", "@admin"}, func(s *session, a [][]byte) { s.w.Int(s.srv.start.Unix()) })
 	conn("time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, func(s *session, a [][]byte) {
 		now := s.srv.opts.Now()
 		s.w.Array(2)
@@ -217,6 +205,9 @@ func cmdHello(s *session, a [][]byte) {
 	}
 	s.w.proto = proto
 	role := "master"
+	if s.srv.cluster != nil && !s.srv.cluster.IsLeader() {
+		role = "replica" // as INFO replication's role:slave, in HELLO's word
+	}
 	s.w.Map(7)
 	s.w.BulkString("server")
 	s.w.BulkString("redis")
@@ -394,12 +385,15 @@ func cmdExec(s *session, a [][]byte) {
 		case it.err != "":
 			s.w.Error(it.err)
 		case it.cmd != nil:
+			if !it.cmd.Op.IsWrite() {
+				s.countLookups(it.cmd, &results[j])
+			}
 			s.renderResult(it.q.sp, it.cmd, &results[j])
 			j++
 		default:
 			it.q.sp.run(s, it.q.args)
 		}
-		s.account(it.q.sp, from)
+		s.account(it.q.sp, it.q.args, from)
 	}
 }
 
@@ -432,18 +426,6 @@ func cmdConfigGet(s *session, patterns [][]byte) {
 	}
 }
 
-func cmdConfigSet(s *session, a [][]byte) {
-	if len(a)%2 != 0 {
-		s.w.Error(arityError("config|set"))
-		return
-	}
-	if msg := s.srv.configSet(a[2:]); msg != "" {
-		s.w.Error(msg)
-		return
-	}
-	s.w.Simple("OK")
-}
-
 func cmdClientSetName(s *session, a [][]byte) {
 	if !validName(a[2]) {
 		s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -461,7 +443,7 @@ func cmdClientSetInfo(s *session, a [][]byte) {
 		return
 	}
 	if !validName(a[3]) {
-		s.w.Error("ERR " + opt + " cannot contain spaces, newlines or special characters.")
+		s.w.Error("ERR " + sanitize(string(a[2]), 128) + " cannot contain spaces, newlines or special characters.")
 		return
 	}
 	if opt == "LIB-NAME" {
@@ -470,34 +452,6 @@ func cmdClientSetInfo(s *session, a [][]byte) {
 		s.libVer = string(a[3])
 	}
 	s.w.Simple("OK")
-}
-
-func cmdOnOff(s *session, a [][]byte) {
-	v := strings.ToUpper(string(a[2]))
-	if v != "ON" && v != "OFF" {
-		s.w.Error(msgSyntax)
-		return
-	}
-	s.w.Simple("OK")
-}
-
-func (s *session) clientLine() string {
-	age := int64(time.Since(s.created).Seconds())
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		s.id, s.nc.RemoteAddr(), s.nc.LocalAddr(), *s.name.Load(), age, s.db, s.user.Name, s.w.proto, s.libName, s.libVer)
-}
-
-func cmdClientList(s *session, a [][]byte) {
-	var b strings.Builder
-	for _, c := range s.srv.clientList() {
-		if c == s {
-			b.WriteString(s.clientLine())
-		} else {
-			fmt.Fprintf(&b, "id=%d addr=%s name=%s", c.id, c.nc.RemoteAddr(), *c.name.Load())
-		}
-		b.WriteByte('\n')
-	}
-	s.w.Verbatim(b.String())
 }
 
 // cmdConsistency reads or sets this connection's read consistency:
@@ -518,78 +472,4 @@ func cmdConsistency(s *session, a [][]byte) {
 	} else {
 		s.w.Simple("linearizable")
 	}
-}
-
-func cmdInfo(s *session, a [][]byte) {
-	s.w.Verbatim(s.srv.infoText(a[1:]))
-}
-
-func (s *Server) infoText(sections [][]byte) string {
-	want := map[string]bool{}
-	for _, sec := range sections {
-		want[strings.ToLower(string(sec))] = true
-	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
-	var b strings.Builder
-	section := func(name string, lines func()) {
-		if !all && !want[strings.ToLower(name)] {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + name + "\r\n")
-		lines()
-	}
-	kv := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	section("Server", func() {
-		kv("redis_version", RedisVersion)
-		kv("redis_mode", "standalone")
-		kv("server_name", ServerName)
-		kv("os", runtime.GOOS)
-		kv("arch_bits", 64)
-		kv("go_version", runtime.Version())
-		kv("process_id", pid())
-		kv("tcp_port", portOf(s.opts.Addr))
-		kv("uptime_in_seconds", int64(time.Since(s.start).Seconds()))
-	})
-	section("Clients", func() {
-		kv("connected_clients", len(s.clientList()))
-		kv("maxclients", s.opts.MaxClients)
-	})
-	section("Memory", func() {
-		kv("used_memory", ms.HeapAlloc)
-		kv("used_memory_rss", ms.Sys)
-		kv("maxmemory", s.maxMemory.Load())
-	})
-	section("Stats", func() {
-		kv("total_connections_received", s.stats.connections.Load())
-		kv("total_commands_processed", s.stats.commands.Load())
-		kv("rejected_connections", s.stats.rejected.Load())
-	})
-	section("Replication", func() {
-		if s.cluster == nil {
-			kv("role", "master")
-			kv("connected_slaves", 0)
-			return
-		}
-		for _, f := range s.cluster.ReplicationInfo() {
-			kv(f[0], f[1])
-		}
-	})
-	section("Modules", func() {
-		kv("module", fmt.Sprintf("name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[handle-io-errors]", ModuleVersion))
-	})
-	section("Keyspace", func() {
-		st := s.backend.State()
-		now := s.opts.Now().UnixMilli()
-		for i := 0; i < keyspace.NumDBs; i++ {
-			if keys, expires := st.Count(uint8(i), now); keys > 0 {
-				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0,subexpiry=0\r\n", i, keys, expires)
-			}
-		}
-	})
-	return b.String()
 }

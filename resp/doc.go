@@ -10,11 +10,16 @@
 // Write; reads wait for one read barrier per batch of input, then read the
 // keyspace directly. Replies go out in one write per batch.
 //
-// State and locks: a session belongs to its goroutine; the server's client
-// table, the CONFIG SET module settings and the ACL LOG have their own
-// mutexes. ACL users come from the backend's replicated user table
+// State and locks: a session belongs to its goroutine, and publishes what
+// other connections may read of it (CLIENT LIST, KILL) in atomics after
+// each command; the server's client table, the CONFIG SET settings, the
+// ACL LOG, the slow log, the latency monitor and the MONITOR set have their
+// own mutexes. ACL users come from the backend's replicated user table
 // (UserTable), parsed once per table version into an immutable set behind
-// an atomic pointer; a session compares the version before each command. A batch's
+// an atomic pointer; a session compares the version before each command.
+// Every command is accounted once its reply is rendered (admin.go), which
+// is where INFO's counters, the slow log, the latency monitor and MONITOR
+// see it. A batch's
 // commands point into the session's query buffer and arenas, which are
 // reused only once the backend answered the batch for certain: after an
 // error (an unknown outcome above all) the log may still encode them, so

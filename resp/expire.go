@@ -22,6 +22,9 @@ func (s *Server) expireLoop() {
 		if s.cluster != nil && !s.cluster.IsLeader() {
 			continue
 		}
+		if s.adm.pause.active() {
+			continue // CLIENT PAUSE stops expiry too, as in Redis
+		}
 		now := s.opts.Now().UnixMilli()
 		var cmds []*command.Cmd
 		for db := 0; db < keyspace.NumDBs; db++ {
@@ -34,6 +37,10 @@ func (s *Server) expireLoop() {
 		}
 		if _, err := s.backend.Write(s.ctx, cmds); err != nil {
 			s.opts.Logger.Debug("active expiry", "err", err)
+			continue
+		}
+		for _, c := range cmds {
+			s.adm.expired.Add(int64(len(c.Keys)))
 		}
 	}
 }

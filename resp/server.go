@@ -110,6 +110,19 @@ type Options struct {
 	// ExpireInterval is how often keys whose expiry passed are deleted
 	// through the log (reads already ignore them). Default 100ms.
 	ExpireInterval time.Duration
+	// ConfigFile is the file the settings were read from, which CONFIG
+	// REWRITE rewrites; "" (none) makes it answer Redis's error.
+	ConfigFile string
+	// Slowlog is slowlog-log-slower-than and slowlog-max-len. Default
+	// (nil) Redis's: 10000 microseconds, 128 entries.
+	Slowlog *SlowlogConfig
+	// LatencyMonitorThreshold is latency-monitor-threshold in
+	// milliseconds: commands that run at least this long are LATENCY
+	// samples. Default 0: off.
+	LatencyMonitorThreshold int64
+	// EnableDebugCommand is enable-debug-command: "no" (the default, as in
+	// Redis), "yes", or "local" (loopback clients only).
+	EnableDebugCommand string
 }
 
 // Validate fills the defaults and refuses settings outside their ranges.
@@ -147,6 +160,9 @@ func (o *Options) Validate() error {
 	if o.Module == nil {
 		m := DefaultModuleConfig()
 		o.Module = &m
+	}
+	if err := o.validateAdmin(); err != nil {
+		return err
 	}
 	for _, u := range o.Users {
 		if u.Name == command.DefaultUser {
@@ -193,9 +209,10 @@ type Server struct {
 	closed  atomic.Bool
 
 	stats struct {
-		connections, commands, rejected atomic.Int64
+		connections, rejected atomic.Int64
 	}
 	negatives atomic.Int64 // membership checks answered 0
+	adm       serverAdmin  // the operators' state (admin.go)
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -229,6 +246,11 @@ func New(opts Options, b Backend) (*Server, error) {
 		s.staticUsers = s.seeds
 		s.aclCache.state.Store(s.buildACL(0, nil))
 	}
+	s.adm.init(&s.opts)
+	for db := range keyspace.NumDBs {
+		keys, _ := b.State().Count(uint8(db), s.opts.Now().UnixMilli())
+		s.adm.loadedKeys += int64(keys)
+	}
 	return s, nil
 }
 
@@ -250,10 +272,14 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close.
 func (s *Server) Serve() error {
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.expireLoop()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.sampleLoop()
 	}()
 	if s.userTable != nil {
 		s.wg.Add(2)
@@ -301,7 +327,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Lock()
 	for _, c := range s.clients {
-		c.nc.Close()
+		c.kill()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -311,13 +337,13 @@ func (s *Server) Close() error {
 func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	s.mu.Lock()
-	if len(s.clients) >= s.opts.MaxClients {
+	if int64(len(s.clients)) >= s.adm.maxClients.Load() {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
 		return
 	}
-	if s.opts.ProtectedMode && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
+	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		nc.Write([]byte("-" + msgDenied + "\r\n"))
@@ -328,6 +354,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Unlock()
 	s.stats.connections.Add(1)
 	defer func() {
+		sess.finish()
 		s.mu.Lock()
 		delete(s.clients, sess.id)
 		s.mu.Unlock()

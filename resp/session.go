@@ -68,6 +68,8 @@ type session struct {
 	// commands and the start of their latency.
 	now  time.Time
 	acct []accounted // commands of this batch, for the stats
+
+	adm sessionAdmin // what the operators' commands see and set (admin.go)
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -76,6 +78,8 @@ func newSession(s *Server, nc net.Conn) *session {
 	sess.w.proto = 2
 	empty := ""
 	sess.name.Store(&empty)
+	sess.adm.init(nc)
+	sess.publish()
 	return sess
 }
 
@@ -127,6 +131,7 @@ func (s *session) loop() {
 	for !s.closing {
 		if len(buf) == cap(buf) {
 			if cap(buf) >= lim.MaxQueryBuffer {
+				s.srv.adm.qbufDrop.Add(1)
 				return // Redis closes clients over the query buffer limit
 			}
 			grow := 2 * cap(buf)
@@ -142,10 +147,12 @@ func (s *session) loop() {
 			return
 		}
 		buf = buf[:len(buf)+n]
+		s.noteRead(n, len(buf), cap(buf))
 		pos := 0
 		s.barrierDone = false
 		s.now = s.srv.opts.Now()
 		for !s.closing {
+			s.adm.qnow = len(buf) - pos
 			a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), args)
 			if perr == errIncomplete {
 				break
@@ -165,7 +172,7 @@ func (s *session) loop() {
 		}
 		s.flushPending()
 		if len(s.w.buf) > 0 {
-			if _, err := s.nc.Write(s.w.buf); err != nil {
+			if err := s.sendOut(); err != nil {
 				return
 			}
 			s.endBatch()
@@ -184,6 +191,8 @@ func (s *session) loop() {
 		}
 		rest := copy(buf, buf[pos:])
 		buf = buf[:rest]
+		s.adm.pub.qbuf.Store(int64(rest))
+		s.adm.pub.wbuf.Store(int64(cap(s.w.buf)))
 		if cap(buf) > 1<<20 && rest < 16<<10 {
 			nb := make([]byte, rest, 16<<10)
 			copy(nb, buf)
@@ -201,8 +210,18 @@ func (s *session) dispatch(args [][]byte) {
 		s.closing = true
 		return
 	}
-	s.srv.stats.commands.Add(1)
+	s.quietStart()
+	defer s.quietEnd()
+	s.adm.args = args
 	sp, msg := s.resolve(args)
+	if msg == "" {
+		s.setLastCmd(sp)
+	} else {
+		s.setLastCmd(lookedUp(args))
+	}
+	if msg == "" {
+		msg = s.admit(sp)
+	}
 	if msg == "" && s.multi && !sp.noMulti && sp.denyOOM && s.overLimit() {
 		msg = msgOOM // Redis refuses deny-oom commands at queue time too
 	}
@@ -212,15 +231,23 @@ func (s *session) dispatch(args [][]byte) {
 			// Redis's execCommandAbort: a refused EXEC discards the
 			// transaction, and says why.
 			s.multi, s.dirty, s.queue = false, false, nil
+			from := len(s.w.buf)
 			s.w.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+			s.rejected(args, from)
+			s.publish()
 			return
 		}
 		if s.multi {
 			s.dirty = true
 		}
+		from := len(s.w.buf)
 		s.w.Error(msg)
+		s.rejected(args, from)
+		s.publish()
 		return
 	}
+	s.pauseGate(sp)
+	defer s.publish()
 	if s.multi && !sp.noMulti {
 		q := make([][]byte, len(args))
 		for i, a := range args {
@@ -230,7 +257,9 @@ func (s *session) dispatch(args [][]byte) {
 		s.w.Simple("QUEUED")
 		return
 	}
+	s.adm.top = sp
 	s.execute(sp, args)
+	s.adm.top = nil
 }
 
 // queued is a command waiting in MULTI, already resolved and allowed.
@@ -287,7 +316,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.flushPending()
 		from := len(s.w.buf)
 		sp.run(s, args)
-		s.account(sp, from)
+		s.account(sp, args, from)
 		return
 	}
 	c, errMsg := s.prepare(sp, args)
@@ -295,7 +324,11 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.flushPending()
 		from := len(s.w.buf)
 		s.w.Error(errMsg)
-		s.account(sp, from)
+		if errMsg == msgOOM {
+			s.rejected(args, from) // Redis refuses it before it runs
+		} else {
+			s.account(sp, args, from)
+		}
 		return
 	}
 	if c.Op.IsWrite() {
@@ -310,17 +343,19 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		pc := &s.cmdArena[len(s.cmdArena)-1]
 		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
+		s.adm.pendArgs = append(s.adm.pendArgs, s.keepList(args))
 		return
 	}
 	s.flushPending()
 	from := len(s.w.buf)
 	if err := s.readBarrier(); err != nil {
 		s.w.Error(wireError(err))
-		s.account(sp, from)
+		s.account(sp, args, from)
 		return
 	}
 	s.readCmd = c
 	s.srv.backend.State().ReadInto(&s.readCmd, &s.readRes)
+	s.countLookups(&s.readCmd, &s.readRes)
 	if c.Op == command.BFExists || c.Op == command.CFExists {
 		for _, v := range s.readRes.Ints {
 			if v == 0 {
@@ -329,7 +364,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		}
 	}
 	s.renderResult(sp, &s.readCmd, &s.readRes)
-	s.account(sp, from)
+	s.account(sp, args, from)
 }
 
 // prepare turns a command's arguments into the typed command the keyspace
@@ -417,24 +452,29 @@ func (s *session) flushPending() {
 	if len(s.pending) == 0 {
 		return
 	}
+	s.pauseGate(nil) // CLIENT PAUSE holds writes before they reach the log
 	cmds, specs := s.pending, s.pendSpec
+	start := time.Now()
 	res, err := s.write(cmds)
 	for i, c := range cmds {
+		s.adm.t0 = start // each took the batch's time through the log
 		from := len(s.w.buf)
 		if err != nil {
 			s.w.Error(wireError(err))
 		} else {
 			s.renderResult(specs[i], c, &res[i])
 		}
-		s.account(specs[i], from)
+		s.account(specs[i], s.adm.pendArgs[i], from)
 	}
 	if err == nil && cap(s.cmdArena) <= keptCommands && cap(s.listArena) <= keptCommands {
 		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
 		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]
+		s.adm.pendArgs = s.adm.pendArgs[:0]
 	} else {
 		// After an error the log may still encode these commands; after
 		// a very long pipeline their memory is not worth keeping.
 		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
+		s.adm.pendArgs = nil
 		s.lostBuf = err != nil
 	}
 	// A write that this node applied is visible to its later reads.

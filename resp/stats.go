@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math/bits"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -11,20 +12,138 @@ import (
 var LatencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // cmdStats counts one command's calls, error replies and latency.
+//
+// calls and errors count every run (the metrics); INFO commandstats shows
+// them, usec (time running) and rejected (refused before running) since
+// the last CONFIG RESETSTAT, which records the counts then in base rather
+// than clearing them, so the metrics' counters never go down.
 type cmdStats struct {
 	calls, errors, nanos atomic.Int64
 	buckets              [17]atomic.Int64 // one per bound, then +Inf
+	usec, rejected       atomic.Int64
+	base                 [4]atomic.Int64 // calls, errors, usec, rejected at RESETSTAT
+	hist                 atomic.Pointer[latencyHist]
 }
 
-func (c *cmdStats) observe(d time.Duration, failed bool) {
+// ran counts a run that took d.
+func (c *cmdStats) ran(d time.Duration, failed bool) {
 	c.calls.Add(1)
 	if failed {
 		c.errors.Add(1)
 	}
+	c.usec.Add(d.Microseconds())
+	h := c.hist.Load()
+	if h == nil {
+		h = new(latencyHist)
+		if !c.hist.CompareAndSwap(nil, h) {
+			h = c.hist.Load()
+		}
+	}
+	h.add(d)
+}
+
+// observe adds a latency as the client saw it (the metrics' histogram).
+func (c *cmdStats) observe(d time.Duration) {
 	c.nanos.Add(int64(d))
 	sec := d.Seconds()
 	i := sort.SearchFloat64s(LatencyBuckets, sec)
 	c.buckets[i].Add(1)
+}
+
+// sinceReset is INFO commandstats's view: calls, failed, usec, rejected.
+func (c *cmdStats) sinceReset() (calls, failed, usec, rejected int64) {
+	return c.calls.Load() - c.base[0].Load(), c.errors.Load() - c.base[1].Load(),
+		c.usec.Load() - c.base[2].Load(), c.rejected.Load() - c.base[3].Load()
+}
+
+func (c *cmdStats) reset() {
+	c.base[0].Store(c.calls.Load())
+	c.base[1].Store(c.errors.Load())
+	c.base[2].Store(c.usec.Load())
+	c.base[3].Store(c.rejected.Load())
+	c.hist.Store(nil)
+}
+
+// latencyHist is a log-linear histogram of run times in nanoseconds: 16
+// buckets per power of two (about 4% apart), as precise as INFO
+// latencystats's three decimals need at the scale commands run.
+type latencyHist struct {
+	counts [64 * 16]atomic.Int64
+}
+
+// count is how many runs the histogram holds.
+func (h *latencyHist) count() int64 {
+	var n int64
+	for i := range h.counts {
+		n += h.counts[i].Load()
+	}
+	return n
+}
+
+func histIndex(ns uint64) int {
+	if ns < 16 {
+		return int(ns)
+	}
+	e := bits.Len64(ns) - 5 // ns >> e is in [16, 32)
+	return (e+1)*16 + int(ns>>e) - 16
+}
+
+// histUpper is the largest value bucket i holds.
+func histUpper(i int) uint64 {
+	if i < 16 {
+		return uint64(i)
+	}
+	e := i/16 - 1
+	m := uint64(i%16 + 16)
+	return (m+1)<<e - 1
+}
+
+func (h *latencyHist) add(d time.Duration) {
+	ns := uint64(max(d, 0))
+	h.counts[min(histIndex(ns), len(h.counts)-1)].Add(1)
+}
+
+// percentile is the upper bound, in nanoseconds, of the bucket holding the
+// p-th percentile (0 < p <= 100).
+func (h *latencyHist) percentile(p float64) uint64 {
+	total := h.count()
+	if total == 0 {
+		return 0
+	}
+	want := int64(float64(total)*p/100 + 0.5)
+	want = max(want, 1)
+	var cum int64
+	for i := range h.counts {
+		cum += h.counts[i].Load()
+		if cum >= want {
+			return histUpper(i)
+		}
+	}
+	return histUpper(len(h.counts) - 1)
+}
+
+// powersOfTwo is LATENCY HISTOGRAM's view: cumulative counts at upper
+// bounds of 1, 2, 4, … microseconds, where the count grows.
+func (h *latencyHist) powersOfTwo() (calls int64, bounds []int64, cum []int64) {
+	calls = h.count()
+	var c int64
+	next := 0
+	bound := int64(1)
+	for next < len(h.counts) {
+		for next < len(h.counts) && int64(histUpper(next)) < bound*1000 {
+			c += h.counts[next].Load()
+			next++
+		}
+		if len(cum) == 0 || c > cum[len(cum)-1] {
+			bounds = append(bounds, bound)
+			cum = append(cum, c)
+		}
+		if c == calls {
+			break
+		}
+		bound *= 2
+	}
+	return calls, bounds, cum
 }
 
 // CommandStat is a snapshot of one command's counters.
@@ -61,6 +180,18 @@ func (s *Server) CommandStats() []CommandStat {
 	return out
 }
 
+// eachStat calls fn for every command and subcommand by full name, in
+// name order.
+func eachStat(fn func(full string, sp *spec)) {
+	for _, name := range sortedKeys(commands) {
+		sp := commands[name]
+		fn(name, sp)
+		for _, sub := range sortedKeys(sp.subs) {
+			fn(name+"|"+sub, sp.subs[sub])
+		}
+	}
+}
+
 // Clients is the number of connected clients.
 func (s *Server) Clients() int {
 	s.mu.Lock()
@@ -74,18 +205,7 @@ func (s *Server) Negatives() int64 { return s.negatives.Load() }
 // Rejected is how many connections were refused (maxclients).
 func (s *Server) Rejected() int64 { return s.stats.rejected.Load() }
 
-// account notes a command once its reply is rendered: whether the reply
-// starting at offset from is an error. Its latency is known when the
-// batch's replies are written (endBatch).
-func (s *session) account(sp *spec, from int) {
-	failed := from < len(s.w.buf) && s.w.buf[from] == '-'
-	s.acct = append(s.acct, accounted{sp, failed})
-}
-
-type accounted struct {
-	sp     *spec
-	failed bool
-}
+type accounted struct{ sp *spec }
 
 // endBatch records every command of the batch just written: each waited
 // from the batch's arrival until now, when its reply went out.
@@ -95,7 +215,7 @@ func (s *session) endBatch() {
 	}
 	d := s.srv.opts.Now().Sub(s.now)
 	for _, a := range s.acct {
-		a.sp.stats.observe(d, a.failed)
+		a.sp.stats.observe(d)
 	}
 	s.acct = s.acct[:0]
 }

@@ -40,6 +40,8 @@ type spec struct {
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
 	acl *aclCmd
+	// af: the flags the operators' features read (admin.go).
+	af adminFlags
 }
 
 func (sp *spec) checkArity(n int) bool {

@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only on --debug-addr
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -69,6 +71,10 @@ type config struct {
 	maxQueryBuffer uint64
 	module         resp.ModuleConfig
 	metrics        metricsConfig
+	slowlog        resp.SlowlogConfig
+	latency        int64
+	debugCommand   string
+	configFile     string // the --config file, absolute (CONFIG REWRITE)
 
 	set *settings
 }
@@ -123,6 +129,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(rangeValue{&c.maxInline, 1024, 1 << 30}, "proto-inline-max-size", "longest inline command or length line")
 	c.maxQueryBuffer = 1 << 30
 	fs.Var(memoryValue{&c.maxQueryBuffer}, "client-query-buffer-limit", "most unparsed bytes buffered per client")
+	c.slowlog = resp.DefaultSlowlog()
+	fs.Var(rangeValue{&c.slowlog.LogSlowerThan, -1, math.MaxInt64}, "slowlog-log-slower-than", "SLOWLOG keeps commands that ran at least this many microseconds (0: every command, -1: none)")
+	fs.Var(rangeValue{&c.slowlog.MaxLen, 0, math.MaxInt64}, "slowlog-max-len", "how many SLOWLOG entries are kept")
+	fs.Var(rangeValue{&c.latency, 0, math.MaxInt64}, "latency-monitor-threshold", "LATENCY records commands that ran at least this many milliseconds (0: off)")
+	c.debugCommand = "no"
+	fs.Var(choiceValue{&c.debugCommand, []string{"no", "yes", "local"}}, "enable-debug-command", "allow DEBUG (SLEEP, RELOAD): no, yes, or local (loopback clients only)")
 	for _, name := range resp.ModuleSettings() {
 		fs.Var(moduleValue{&c.module, name}, name, "RedisBloom's "+name+" (CONFIG GET "+name+")")
 	}
@@ -147,6 +159,13 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.advertise == "" {
 		c.advertise = c.addr
+	}
+	if path := configPath(args); path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+		c.configFile = abs
 	}
 	if c.maxQueryBuffer > 1<<40 || c.maxBulk > c.maxQueryBuffer {
 		return nil, c.set.blame(fmt.Errorf("proto-max-bulk-len %d must be at most client-query-buffer-limit %d", c.maxBulk, c.maxQueryBuffer))
@@ -260,6 +279,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Limits: resp.Limits{MaxBulk: int64(c.maxBulk), MaxArgs: c.maxArgs, MaxInline: int(c.maxInline), MaxQueryBuffer: int(c.maxQueryBuffer)},
 		Users:  c.users, ACLFile: c.aclFile, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
 		Module: &c.module, Logger: logger,
+		ConfigFile: c.configFile, Slowlog: &c.slowlog, LatencyMonitorThreshold: c.latency, EnableDebugCommand: c.debugCommand,
 	}
 	if err := srvOpts.Validate(); err != nil {
 		return fail(c.set.blame(err))
@@ -329,6 +349,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case <-halted:
 			logger.Error("stopping: the node cannot apply its log", "err", node.HaltErr())
 			status.Store(1)
+		case <-srv.ShutdownRequested():
+			logger.Info("shutting down", "by", "SHUTDOWN")
 		}
 		srv.Close()
 	}()
