@@ -56,27 +56,7 @@ func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node
 }
 
 // replInfo parses INFO replication; empty when the node does not answer.
-func replInfo(n *node) map[string]string {
-	opts := &redis.Options{Addr: n.addr, Protocol: 2, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second}
-	if n.tls != nil {
-		opts.TLSConfig = n.tls.client(n.addr).Options().TLSConfig
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
-	cx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	s, err := c.Info(cx, "replication").Result()
-	out := map[string]string{}
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(s, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = v
-		}
-	}
-	return out
-}
+func replInfo(n *node) map[string]string { return infoOf(n, "replication") }
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {

@@ -5,10 +5,13 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +47,10 @@ type node struct {
 	dataDir  string
 	args     []string
 	tls      *pki // when set, clients speak TLS with this PKI
+	// started: the node has listened once (its addresses are its own);
+	// retries counts first starts that found a port taken.
+	started bool
+	retries int
 }
 
 func freeAddr(t testing.TB) string {
@@ -69,9 +76,11 @@ func (n *node) launch() {
 	n.t.Helper()
 	args := append([]string{"--addr", n.addr, "--raft-addr", n.raftAddr, "--data-dir", n.dataDir}, n.args...)
 	n.cmd = exec.Command(binary, args...)
-	n.cmd.Stderr = os.Stderr
+	// The log's tail is kept to explain a start that fails, quiet or not.
+	tail := &tailWriter{}
+	n.cmd.Stderr = io.MultiWriter(os.Stderr, tail)
 	if os.Getenv("BFSERVER_TEST_QUIET") != "" {
-		n.cmd.Stderr = nil
+		n.cmd.Stderr = tail
 	}
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
@@ -82,13 +91,59 @@ func (n *node) launch() {
 		c, err := net.DialTimeout("tcp", n.addr, time.Second)
 		if err == nil {
 			c.Close()
+			n.started = true
 			return
 		}
+		if exited(n.cmd.Process.Pid) {
+			werr := n.cmd.Wait()
+			// A port picked free can be taken before the node binds it
+			// (by another test's connection); a first start takes others.
+			if !n.started && n.retries < 3 && strings.Contains(tail.String(), "address already in use") {
+				n.retries++
+				ip, _, _ := net.SplitHostPort(n.addr)
+				n.addr, n.raftAddr = freeAddrOn(n.t, ip), freeAddrOn(n.t, ip)
+				n.launch()
+				return
+			}
+			n.t.Fatalf("bfserver on %s exited at start (%v); its log ends:\n%s", n.addr, werr, tail)
+		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("bfserver on %s did not start: %v", n.addr, err)
+			n.t.Fatalf("bfserver on %s did not start: %v; its log ends:\n%s", n.addr, err, tail)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the listener
 	}
+}
+
+// exited reports whether the process has ended and waits to be reaped.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+// tailWriter keeps the last 4 KiB written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > 4096 {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-4096:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }
 
 // kill ends the process with SIGKILL, by PID.

@@ -102,6 +102,34 @@ type Store struct {
 	// writeMu serialises image writes: a table is ingested whole before the
 	// next is built.
 	writeMu sync.Mutex
+	// Counters of the tables this store ingested, for Stats.
+	tables, valueBytes, tableBytes atomic.Uint64
+}
+
+// Stats are the image's write counters and memory, for INFO: what a flush
+// costs the disk, per byte of filter it carries.
+type Stats struct {
+	// Tables is how many tables were ingested (flushes, snapshot installs
+	// and restores); ValueBytes the filter chunks and records they carried;
+	// TableBytes their files' bytes.
+	Tables, ValueBytes, TableBytes uint64
+	// CompactedBytes is what Pebble wrote rewriting tables in compactions.
+	CompactedBytes uint64
+	// DiskBytes is the image's live tables.
+	DiskBytes uint64
+	// MemoryBytes is what Pebble holds in memory: block cache and memtables.
+	MemoryBytes uint64
+}
+
+// Stats reports the image's counters since Open.
+func (s *Store) Stats() Stats {
+	m := s.db.Metrics()
+	t := m.Total()
+	return Stats{
+		Tables: s.tables.Load(), ValueBytes: s.valueBytes.Load(), TableBytes: s.tableBytes.Load(),
+		CompactedBytes: t.TableBytesCompacted, DiskBytes: uint64(t.TablesSize),
+		MemoryBytes: uint64(m.BlockCache.Size) + m.MemTable.Size,
+	}
 }
 
 var appliedKey = []byte("a")
@@ -193,8 +221,9 @@ type Table struct {
 	path string
 	w    *sstable.Writer
 	err  error
-	// written counts bytes added, for the free-space checks of long tables.
-	written, checked uint64
+	// written counts bytes added, for the free-space checks of long tables;
+	// values the values' bytes, for Stats.
+	written, checked, values uint64
 }
 
 // checkSpace refuses a write of need bytes that would leave less than the
@@ -238,6 +267,7 @@ func (t *Table) set(k, v []byte) {
 	if t.err == nil {
 		t.err = t.w.Set(k, v)
 		t.written += uint64(len(k) + len(v))
+		t.values += uint64(len(v))
 	}
 	// A table whose size was not known up front (an installed snapshot)
 	// checks the filesystem as it grows.
@@ -261,7 +291,17 @@ func (t *Table) Commit() error {
 	if err := t.s.stopped.Load(); err != nil {
 		return *err
 	}
-	return t.s.db.Ingest(context.Background(), []string{t.path})
+	var size uint64
+	if fi, err := t.s.fs.Stat(t.path); err == nil {
+		size = uint64(fi.Size())
+	}
+	if err := t.s.db.Ingest(context.Background(), []string{t.path}); err != nil {
+		return err
+	}
+	t.s.tables.Add(1)
+	t.s.valueBytes.Add(t.values)
+	t.s.tableBytes.Add(size)
+	return nil
 }
 
 // Abort drops the table.

@@ -246,3 +246,32 @@ func (n *Node) ReplicationInfo() [][2]string {
 	add("raft_num_members", strconv.Itoa(len(members)))
 	return info
 }
+
+// MemoryInfo is this node's part of INFO memory's breakdown: what the
+// image holds in memory (Pebble's block cache and memtables) and what the
+// log does (entries proposed here and not yet applied; Raft reads the
+// rest of its log from the log store's file).
+func (n *Node) MemoryInfo() (image, log uint64) {
+	return n.store.Stats().MemoryBytes, uint64(n.inflight.held())
+}
+
+// ImageInfo is INFO persistence's account of the image's writes since the
+// node started: tables ingested, the filter bytes they carried, the bytes
+// written for them (their files and Pebble's compactions), and the ratio
+// of the two, the image's write amplification.
+func (n *Node) ImageInfo() [][2]string {
+	st := n.store.Stats()
+	amp := "0.00"
+	if st.ValueBytes > 0 {
+		amp = strconv.FormatFloat(float64(st.TableBytes+st.CompactedBytes)/float64(st.ValueBytes), 'f', 2, 64)
+	}
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	return [][2]string{
+		{"image_tables_ingested", u(st.Tables)},
+		{"image_value_bytes", u(st.ValueBytes)},
+		{"image_table_bytes_written", u(st.TableBytes)},
+		{"image_compaction_bytes_written", u(st.CompactedBytes)},
+		{"image_write_amplification", amp},
+		{"image_disk_bytes", u(st.DiskBytes)},
+	}
+}

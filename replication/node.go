@@ -208,6 +208,9 @@ type Node struct {
 	// asked for; snapping guards against asking twice at once.
 	logBytes atomic.Uint64
 	snapping atomic.Bool
+	// inflight holds the bytes of entries this node proposed that are not
+	// yet applied (the batcher's bound, maxInflightBytes).
+	inflight inflight
 	// lease is the latest confirmation of leadership (see NoReadLease);
 	// renewing guards against renewing it twice at once. rounds counts
 	// heartbeat rounds run to confirm leadership, and renewals the entries

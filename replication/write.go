@@ -63,6 +63,13 @@ func (f *inflight) acquire(n int, stop <-chan struct{}) bool {
 	return true
 }
 
+// held reports the bytes in flight.
+func (f *inflight) held() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bytes
+}
+
 func (f *inflight) release(n int) {
 	f.mu.Lock()
 	f.bytes -= n
@@ -77,7 +84,7 @@ func (f *inflight) release(n int) {
 func (n *Node) batcher() {
 	defer n.wg.Done()
 	slots := make(chan struct{}, maxInflight)
-	var bytes inflight
+	bytes := &n.inflight
 	bytes.cond = sync.NewCond(&bytes.mu)
 	go func() { <-n.stop; bytes.cond.Broadcast() }()
 	// Each proposal is encoded as it joins, while the log is busy with the

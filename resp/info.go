@@ -393,7 +393,28 @@ func (s *Server) infoMemory(b *infoBuilder) {
 	b.kv("active_defrag_running", 0)
 	b.kv("lazyfree_pending_objects", 0)
 	b.kv("lazyfreed_objects", 0)
-	// bfserver's own breakdown of its memory follows Redis's fields here.
+	// bfserver's own breakdown follows Redis's fields: the filters' bytes,
+	// the clients' buffers, and the image's and the log's memory.
+	var image, log uint64
+	if c, ok := s.cluster.(memoryReporter); ok {
+		image, log = c.MemoryInfo()
+	}
+	b.kv("mem_filters", s.backend.State().Bytes())
+	b.kv("mem_buffers", normal+replicas)
+	b.kv("mem_image", image)
+	b.kv("mem_raft", log)
+}
+
+// memoryReporter is implemented by a Cluster that can tell what its image
+// and its log hold in memory.
+type memoryReporter interface {
+	MemoryInfo() (image, log uint64)
+}
+
+// imageReporter is implemented by a Cluster that counts its image's
+// writes; INFO persistence ends with its fields.
+type imageReporter interface {
+	ImageInfo() [][2]string
 }
 
 // changesCounter is implemented by a Cluster that can tell how many log
@@ -460,6 +481,11 @@ func (s *Server) infoPersistence(b *infoBuilder) {
 	b.kv("aof_last_cow_size", 0)
 	b.kv("module_fork_in_progress", 0)
 	b.kv("module_fork_last_cow_size", 0)
+	if c, ok := s.cluster.(imageReporter); ok {
+		for _, f := range c.ImageInfo() {
+			b.kv(f[0], f[1])
+		}
+	}
 }
 
 func b2i(b bool) int {

@@ -44,6 +44,7 @@ var (
 	redisbloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "start-redisbloom script ('' to skip RedisBloom)")
 	scenario   = flag.String("scenario", "five", "five, big, small, cluster or restart")
 	runs       = flag.Int("runs", 3, "restart scenario: runs per server")
+	serverLog  = flag.String("server-log", "", "append bfserver's log to this file (with GODEBUG=gctrace=1, the collector's too)")
 )
 
 func main() {
@@ -138,6 +139,12 @@ func startBF(bin string, args ...string) *server {
 
 func (s *server) launch() {
 	s.cmd = exec.Command(s.bin, s.args...)
+	if *serverLog != "" {
+		f, err := os.OpenFile(*serverLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		check(err)
+		defer f.Close()
+		s.cmd.Stderr = f
+	}
 	check(s.cmd.Start())
 	s.pid = s.cmd.Process.Pid
 	s.waitReady()
@@ -540,7 +547,10 @@ func cluster(bin string) {
 		s := &server{name: fmt.Sprintf("n%d", i+1), bin: bin, dir: dir, host: ip}
 		s.port, s.raftPort = freePortOn(ip), freePortOn(ip)
 		s.args = []string{"--addr", fmt.Sprintf("%s:%d", ip, s.port), "--raft-addr", fmt.Sprintf("%s:%d", ip, s.raftPort),
-			"--data-dir", dir, "--node-id", s.name, "--flush-interval", "1s"}
+			"--data-dir", dir, "--node-id", s.name, "--flush-interval", "1s",
+			// SAVE then leaves ten entries of the log: the wiped follower
+			// can only come back through a snapshot.
+			"--trailing-logs", "10"}
 		if i > 0 {
 			s.args = append(s.args, "--join", fmt.Sprintf("%s:%d", ips[0], nodes[0].port))
 		}
@@ -602,6 +612,9 @@ func cluster(bin string) {
 	}
 	caught := time.Since(began)
 	rc.Close()
+	if snaps, _ := os.ReadDir(filepath.Join(rejoiner.dir, "snapshots")); len(snaps) == 0 {
+		fmt.Println("  (the rejoiner caught up from the log, without installing a snapshot)")
+	}
 	for _, n := range nodes {
 		samplers[n].enter("steady (2 s)")
 	}

@@ -22,8 +22,9 @@ import (
 // Options configure Run.
 type Options struct {
 	// Headroom is the garbage the heap may hold beyond what is live before
-	// a collection, when that is more than a tenth of the live heap.
-	// Default 64 MiB.
+	// a collection, when that is more than a twentieth of the live heap.
+	// Default 32 MiB: with the runtime's own memory and the image's cache
+	// a node then stays within its filters' bytes plus 64 MiB.
 	Headroom uint64
 }
 
@@ -33,7 +34,7 @@ const idleCheck = 5 * time.Second
 // Run tunes GOGC after every garbage collection until ctx ends.
 func Run(ctx context.Context, o Options) {
 	if o.Headroom == 0 {
-		o.Headroom = 64 << 20
+		o.Headroom = 32 << 20
 	}
 	gcs := make(chan struct{}, 1)
 	arm(gcs, ctx)
@@ -66,7 +67,7 @@ func Run(ctx context.Context, o Options) {
 		debug.SetGCPercent(p)
 		// The heap's goal, plus room for stacks, runtime metadata and the
 		// next burst of allocation: above it the scavenger gives pages back.
-		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + o.Headroom))
+		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + o.Headroom/2))
 	}
 }
 
