@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -114,4 +115,34 @@ func TestNoSpaceRefusedBeforePebble(t *testing.T) {
 		t.Fatalf("applied %d, %v", applied, err)
 	}
 	sameDigests(t, digests(k), digests(loaded))
+}
+
+// TestCloseAfterFatal: once Pebble has met an error it cannot go on after
+// (its goroutine parked in Fatalf), the store refuses writes and still
+// closes, with that error: a node in this state must be able to shut down.
+func TestCloseAfterFatal(t *testing.T) {
+	fatal := make(chan error, 1)
+	s, err := Open(Options{Dir: "image", InMemory: true, OnFatal: func(err error) { fatal <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go pebbleLogger{s}.Fatalf("backing file %s: no such file or directory", "000020.sst")
+	if err := <-fatal; !errors.Is(err, ErrStopped) {
+		t.Fatalf("OnFatal told %v", err)
+	}
+	ks := keyspace.New()
+	ks.Apply(&command.Cmd{Op: command.Set, Key: []byte("k"), Data: []byte("v")})
+	if _, err := s.WriteCut(ks.Cut(), 1, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a write after the fatal error: %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, ErrStopped) {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the parked goroutine")
+	}
 }

@@ -181,8 +181,15 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes Pebble.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes Pebble. After a fatal error it only reports it: Pebble's
+// Close would wait forever for the goroutine Fatalf parked, and the
+// process that holds the store is about to end.
+func (s *Store) Close() error {
+	if err := s.stopped.Load(); err != nil {
+		return *err
+	}
+	return s.db.Close()
+}
 
 func metaKey(db uint8, key string) []byte {
 	return append([]byte{'k', db}, key...)

@@ -185,6 +185,7 @@ type sessionAdmin struct {
 	mon              *monitorOut
 
 	pendArgs [][][]byte // the arguments of the pending writes (slow log, MONITOR)
+	run      []timedCmd // commands run since the clock was last read (see settle)
 	word     uint64     // the last published pub.word
 	lastCmd  *spec      // the last published pub.lastCmd
 }
@@ -194,27 +195,41 @@ type sessionAdmin struct {
 // monitor and MONITOR. Its latency for the metrics is known when the
 // batch's replies are written (endBatch).
 func (s *session) account(sp *spec, args [][]byte, from int) {
+	failed := s.note(sp, args, from)
+	s.adm.run = append(s.adm.run, timedCmd{sp, args, failed})
+	// A fast command's time is settled with the run it belongs to: one
+	// clock read for up to maxRun of them (a clock read costs as much as a
+	// BF.EXISTS).
+	if !sp.af.fast || len(s.adm.run) >= maxRun || s.adm.mon != nil {
+		s.settle()
+	}
+}
+
+// accountTook is account for a command whose time is known: a write,
+// which took its batch's time through the log.
+func (s *session) accountTook(sp *spec, args [][]byte, from int, d time.Duration) {
+	s.timed(sp, args, d, s.note(sp, args, from))
+}
+
+// maxRun bounds a run of fast commands that share one clock read.
+const maxRun = 64
+
+// timedCmd is a command of the run not yet timed.
+type timedCmd struct {
+	sp     *spec
+	args   [][]byte
+	failed bool
+}
+
+// note records what does not depend on a command's time: errorstats, the
+// MONITOR feed, the changes since the last save. It reports whether the
+// reply, at offset from, is an error.
+func (s *session) note(sp *spec, args [][]byte, from int) bool {
 	failed := from < len(s.w.buf) && s.w.buf[from] == '-'
 	s.acct = append(s.acct, accounted{sp})
-	// Each command's time runs from the end of the one before (or the
-	// batch's arrival): one clock read per command.
-	now := time.Now()
-	d := now.Sub(s.adm.t0)
-	s.adm.t0 = now
 	a := &s.srv.adm
-	sp.stats.ran(d, failed)
 	if failed {
 		s.srv.countError(s.w.buf[from:])
-	}
-	if t := a.slowlogSlower.Load(); t >= 0 && d.Microseconds() >= t && !sp.af.skipSlowlog {
-		a.slowlog.push(s, args, d, a.slowlogMax.Load())
-	}
-	if t := a.latencyMs.Load(); t > 0 && d.Milliseconds() >= t {
-		event := "command"
-		if sp.af.fast {
-			event = "fast-command"
-		}
-		a.latency.add(event, time.Now().Unix(), d.Milliseconds())
 	}
 	if a.monitors.n.Load() > 0 && !sp.af.admin && !sp.af.skipMonitor {
 		if s.adm.mon != nil {
@@ -224,6 +239,64 @@ func (s *session) account(sp *spec, args [][]byte, from int) {
 	}
 	if sp.af.write && !failed {
 		a.changes.Add(1)
+	}
+	return failed
+}
+
+// settle reads the clock once for the run of commands since the last
+// read, shares the time between them, and records it. Each command's time
+// runs from the end of the one before (or the batch's arrival). It runs
+// before the arguments it holds are reused: at the end of a batch, before
+// a write and before a pause.
+func (s *session) settle() {
+	run := s.adm.run
+	if len(run) == 0 {
+		return
+	}
+	now := time.Now()
+	d := now.Sub(s.adm.t0) / time.Duration(len(run))
+	s.adm.t0 = now
+	for i := 0; i < len(run); {
+		// Consecutive runs of one command count together.
+		j, failed := i, 0
+		for ; j < len(run) && run[j].sp == run[i].sp; j++ {
+			if run[j].failed {
+				failed++
+			}
+		}
+		run[i].sp.stats.ranN(d, j-i, failed)
+		for k := i; k < j; k++ {
+			s.slow(run[k].sp, run[k].args, d)
+			run[k] = timedCmd{}
+		}
+		i = j
+	}
+	s.adm.run = run[:0]
+}
+
+// timed records one command that took d.
+func (s *session) timed(sp *spec, args [][]byte, d time.Duration, failed bool) {
+	f := 0
+	if failed {
+		f = 1
+	}
+	sp.stats.ranN(d, 1, f)
+	s.slow(sp, args, d)
+}
+
+// slow puts a command that took d in the slow log and the latency
+// monitor, when it took long enough.
+func (s *session) slow(sp *spec, args [][]byte, d time.Duration) {
+	a := &s.srv.adm
+	if t := a.slowlogSlower.Load(); t >= 0 && d.Microseconds() >= t && !sp.af.skipSlowlog {
+		a.slowlog.push(s, args, d, a.slowlogMax.Load())
+	}
+	if t := a.latencyMs.Load(); t > 0 && d.Milliseconds() >= t {
+		event := "command"
+		if sp.af.fast {
+			event = "fast-command"
+		}
+		a.latency.add(event, time.Now().Unix(), d.Milliseconds())
 	}
 }
 

@@ -655,6 +655,7 @@ func (s *session) pauseGate(sp *spec) {
 			break
 		}
 		if !s.adm.paused {
+			s.settle()
 			s.sendOut()
 			s.adm.paused = true
 			s.publish()

@@ -395,6 +395,7 @@ func cmdExec(s *session, a [][]byte) {
 		}
 		s.account(it.q.sp, it.q.args, from)
 	}
+	s.settle() // the queue's arguments go with the transaction
 }
 
 func cmdWait(s *session, a [][]byte) {

@@ -23,6 +23,13 @@ type session struct {
 	created time.Time
 	w       Writer
 
+	// lastName and lastSpec remember the latest command name looked up: a
+	// pipeline mostly repeats one command, and comparing its name costs
+	// less than hashing it.
+	lastName [16]byte
+	lastLen  int
+	lastSpec *spec
+
 	db     uint8
 	authed bool
 	// user is who the client authenticated as (default before AUTH), as
@@ -171,6 +178,7 @@ func (s *session) loop() {
 			s.dispatch(a)
 		}
 		s.flushPending()
+		s.settle()
 		if len(s.w.buf) > 0 {
 			if err := s.sendOut(); err != nil {
 				return
@@ -262,6 +270,19 @@ func (s *session) dispatch(args [][]byte) {
 	s.adm.top = nil
 }
 
+// lookup is lookupSpec with the session's one-entry cache.
+func (s *session) lookup(name []byte) *spec {
+	if s.lastSpec != nil && string(name) == string(s.lastName[:s.lastLen]) {
+		return s.lastSpec
+	}
+	sp := lookupSpec(name)
+	if sp != nil && len(name) <= len(s.lastName) {
+		s.lastLen = copy(s.lastName[:], name)
+		s.lastSpec = sp
+	}
+	return sp
+}
+
 // queued is a command waiting in MULTI, already resolved and allowed.
 type queued struct {
 	sp   *spec
@@ -274,7 +295,7 @@ type queued struct {
 // command, or subcommand by its own categories, then the keys it names,
 // found from its key specs); a denial goes to the ACL LOG.
 func (s *session) resolve(args [][]byte) (*spec, string) {
-	sp := lookupSpec(args[0])
+	sp := s.lookup(args[0])
 	if sp == nil {
 		return nil, unknownCommand(args)
 	}
@@ -452,20 +473,22 @@ func (s *session) flushPending() {
 	if len(s.pending) == 0 {
 		return
 	}
+	s.settle()
 	s.pauseGate(nil) // CLIENT PAUSE holds writes before they reach the log
 	cmds, specs := s.pending, s.pendSpec
 	start := time.Now()
 	res, err := s.write(cmds)
+	took := time.Since(start) // each took the batch's time through the log
 	for i, c := range cmds {
-		s.adm.t0 = start // each took the batch's time through the log
 		from := len(s.w.buf)
 		if err != nil {
 			s.w.Error(wireError(err))
 		} else {
 			s.renderResult(specs[i], c, &res[i])
 		}
-		s.account(specs[i], s.adm.pendArgs[i], from)
+		s.accountTook(specs[i], s.adm.pendArgs[i], from, took)
 	}
+	s.adm.t0 = start.Add(took)
 	if err == nil && cap(s.cmdArena) <= keptCommands && cap(s.listArena) <= keptCommands {
 		s.pending, s.pendSpec = s.pending[:0], s.pendSpec[:0]
 		s.cmdArena, s.listArena = s.cmdArena[:0], s.listArena[:0]

@@ -25,13 +25,13 @@ type cmdStats struct {
 	hist                 atomic.Pointer[latencyHist]
 }
 
-// ran counts a run that took d.
-func (c *cmdStats) ran(d time.Duration, failed bool) {
-	c.calls.Add(1)
-	if failed {
-		c.errors.Add(1)
+// ranN counts n runs that took d each, failed of them with an error.
+func (c *cmdStats) ranN(d time.Duration, n, failed int) {
+	c.calls.Add(int64(n))
+	if failed > 0 {
+		c.errors.Add(int64(failed))
 	}
-	c.usec.Add(d.Microseconds())
+	c.usec.Add(d.Microseconds() * int64(n))
 	h := c.hist.Load()
 	if h == nil {
 		h = new(latencyHist)
@@ -39,15 +39,15 @@ func (c *cmdStats) ran(d time.Duration, failed bool) {
 			h = c.hist.Load()
 		}
 	}
-	h.add(d)
+	h.addN(d, n)
 }
 
-// observe adds a latency as the client saw it (the metrics' histogram).
-func (c *cmdStats) observe(d time.Duration) {
-	c.nanos.Add(int64(d))
+// observeN adds n latencies of d as the client saw them (the metrics' histogram).
+func (c *cmdStats) observeN(d time.Duration, n int) {
+	c.nanos.Add(int64(d) * int64(n))
 	sec := d.Seconds()
 	i := sort.SearchFloat64s(LatencyBuckets, sec)
-	c.buckets[i].Add(1)
+	c.buckets[i].Add(int64(n))
 }
 
 // sinceReset is INFO commandstats's view: calls, failed, usec, rejected.
@@ -98,9 +98,9 @@ func histUpper(i int) uint64 {
 	return (m+1)<<e - 1
 }
 
-func (h *latencyHist) add(d time.Duration) {
+func (h *latencyHist) addN(d time.Duration, n int) {
 	ns := uint64(max(d, 0))
-	h.counts[min(histIndex(ns), len(h.counts)-1)].Add(1)
+	h.counts[min(histIndex(ns), len(h.counts)-1)].Add(int64(n))
 }
 
 // percentile is the upper bound, in nanoseconds, of the bucket holding the
@@ -214,8 +214,13 @@ func (s *session) endBatch() {
 		return
 	}
 	d := s.srv.opts.Now().Sub(s.now)
-	for _, a := range s.acct {
-		a.sp.stats.observe(d)
+	for i := 0; i < len(s.acct); {
+		j := i + 1
+		for j < len(s.acct) && s.acct[j].sp == s.acct[i].sp {
+			j++
+		}
+		s.acct[i].sp.stats.observeN(d, j-i)
+		i = j
 	}
 	s.acct = s.acct[:0]
 }
