@@ -10,6 +10,7 @@
 //	go run ./bench/memory -scenario small    # 100,000 auto-created filters (BF.ADD tenant:N x)
 //	go run ./bench/memory -scenario cluster  # three nodes; a wiped follower rejoins by snapshot
 //	go run ./bench/memory -scenario restart  # cold restart of the five-filter node vs a raw read
+//	go run ./bench/memory -scenario writes   # bytes a flush writes per item added (write amplification)
 //
 // -bfserver names the binary (default: build ./cmd/bfserver); -baseline a
 // second bfserver binary measured in the same run (an earlier build);
@@ -42,7 +43,7 @@ var (
 	bfBin      = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
 	baseline   = flag.String("baseline", "", "another bfserver binary to measure in the same run")
 	redisbloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "start-redisbloom script ('' to skip RedisBloom)")
-	scenario   = flag.String("scenario", "five", "five, big, small, cluster or restart")
+	scenario   = flag.String("scenario", "five", "five, big, small, cluster, restart or writes")
 	runs       = flag.Int("runs", 3, "restart scenario: runs per server")
 	serverLog  = flag.String("server-log", "", "append bfserver's log to this file (with GODEBUG=gctrace=1, the collector's too)")
 )
@@ -87,6 +88,10 @@ func main() {
 	case "cluster":
 		for _, b := range bins {
 			cluster(b)
+		}
+	case "writes":
+		for _, b := range bins {
+			writes(b)
 		}
 	case "restart":
 		for _, b := range bins {
@@ -361,12 +366,15 @@ func sizeOf(s *server, keys []string) int64 {
 }
 
 // addItems sends n items to key in pipelined BF.MADD batches.
-func addItems(c *redis.Client, key string, n int) {
+func addItems(c *redis.Client, key string, n int) { addItemsFrom(c, key, 0, n) }
+
+// addItemsFrom adds item:from … item:from+n-1, pipelined BF.MADDs of 1,000.
+func addItemsFrom(c *redis.Client, key string, from, n int) {
 	ctx := context.Background()
 	p := c.Pipeline()
-	for i := 0; i < n; i += 1000 {
+	for i := from; i < from+n; i += 1000 {
 		args := []any{"BF.MADD", key}
-		for j := i; j < min(n, i+1000); j++ {
+		for j := i; j < min(from+n, i+1000); j++ {
 			args = append(args, "item:"+strconv.Itoa(j))
 		}
 		p.Do(ctx, args...)
