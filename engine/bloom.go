@@ -142,14 +142,29 @@ func (b *Bloom) Init(p BloomParams) {
 // holds its shape any more, so hostile parameters cannot grow it.
 var shapes struct {
 	mu sync.Mutex
-	m  map[BloomParams]weak.Pointer[shape]
+	m  map[shapeKey]weak.Pointer[shape]
+}
+
+// shapeKey is BloomParams with its floats as bit patterns: as float keys,
+// −0 would find the shape of 0 (and a dump would not load back byte for
+// byte), and a NaN would never be found or deleted.
+type shapeKey struct {
+	BloomParams
+	err, bpe uint64
+}
+
+func keyOf(p BloomParams) shapeKey {
+	k := shapeKey{BloomParams: p, err: math.Float64bits(p.Error), bpe: math.Float64bits(p.BPE)}
+	k.Error, k.BPE = 0, 0
+	return k
 }
 
 // shapeOf is the shared shape of filters with parameters p.
 func shapeOf(p BloomParams) *shape {
+	k := keyOf(p)
 	shapes.mu.Lock()
 	defer shapes.mu.Unlock()
-	if s := shapes.m[p].Value(); s != nil {
+	if s := shapes.m[k].Value(); s != nil {
 		return s
 	}
 	s := &shape{BloomParams: p, mod: p.Bits}
@@ -159,17 +174,17 @@ func shapeOf(p BloomParams) *shape {
 	s.recip = math.MaxUint64 / s.mod
 	s.wrap = (math.MaxUint64%s.mod + 1) % s.mod
 	if shapes.m == nil {
-		shapes.m = map[BloomParams]weak.Pointer[shape]{}
+		shapes.m = map[shapeKey]weak.Pointer[shape]{}
 	}
 	w := weak.Make(s)
-	shapes.m[p] = w
-	runtime.AddCleanup(s, func(p BloomParams) {
+	shapes.m[k] = w
+	runtime.AddCleanup(s, func(k shapeKey) {
 		shapes.mu.Lock()
 		defer shapes.mu.Unlock()
-		if shapes.m[p] == w {
-			delete(shapes.m, p)
+		if shapes.m[k] == w {
+			delete(shapes.m, k)
 		}
-	}, p)
+	}, k)
 	return s
 }
 

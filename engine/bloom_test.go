@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -111,5 +112,22 @@ func TestTestAgreesWithBits(t *testing.T) {
 		if pos == 0 || neg == 0 {
 			t.Fatalf("%d entries: %d positive and %d negative lookups; both paths need both", entries, pos, neg)
 		}
+	}
+}
+
+// A shape is found by its parameters' exact bits: −0 is not 0 (a dump must
+// load back byte for byte), and NaN parameters find their shape again
+// instead of adding an entry that can never be deleted.
+func TestShapeKeyBits(t *testing.T) {
+	p := BloomParams{Entries: 100, Error: 0.01, BPE: 0, Bits: 128, Bytes: 16, Hashes: 1}
+	neg := p
+	neg.BPE = math.Copysign(0, -1)
+	if s, n := shapeOf(p), shapeOf(neg); s == n || !math.Signbit(n.BPE) || math.Signbit(s.BPE) {
+		t.Fatalf("−0 and 0 share a shape: %v %v", s.BPE, n.BPE)
+	}
+	nan := p
+	nan.Error = math.NaN()
+	if a, b := shapeOf(nan), shapeOf(nan); a != b {
+		t.Fatal("a NaN parameter made a second shape")
 	}
 }
