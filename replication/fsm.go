@@ -48,6 +48,12 @@ type fsm struct {
 	// applying is when the entry being applied started (Unix ns), 0 when
 	// none is: a write waiting on a long entry knows the log is moving.
 	applying atomic.Int64
+	// logged counts the bytes of the entries applied since the latest
+	// snapshot, and lastEntry is when the latest arrived (Unix ns): Raft
+	// decodes every entry after the snapshot at start-up, so the node
+	// snapshots by bytes as well as by entries (see Node.snapshotDue).
+	logged    atomic.Uint64
+	lastEntry atomic.Int64
 	members  map[string]string // node id → RESP address; under mu
 	// voters are the voters of the latest membership applied (ids), kept
 	// in the image with the state: a restarting node learns from it whether
@@ -210,6 +216,8 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || f.halt.Load() != nil {
 		return nil // after a halt nothing applies, and applied stays put
 	}
+	f.logged.Add(uint64(len(l.Data)))
+	f.lastEntry.Store(time.Now().UnixNano())
 	if l.Index <= f.persisted {
 		if l.Index > f.applied.Load() {
 			f.changed.Store(l.Index)
@@ -473,7 +481,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		f.flushMu.Unlock()
 		return nil, err
 	}
-	return &snapshot{f: f, table: t, cut: cut}, nil
+	return &snapshot{f: f, table: t, cut: cut, logged: f.logged.Load()}, nil
 }
 
 // Restore implements raft.FSM: the stream replaces the image atomically,
@@ -544,9 +552,10 @@ func (f *fsm) reload() error {
 }
 
 type snapshot struct {
-	f     *fsm
-	table *persistence.Table
-	cut   *keyspace.Cut
+	f      *fsm
+	table  *persistence.Table
+	cut    *keyspace.Cut
+	logged uint64 // fsm.logged when it was taken
 
 	once sync.Once
 	err  error
@@ -577,7 +586,11 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.f.logged.Add(-s.logged) // what it covers no longer counts
+	return nil
 }
 
 func (s *snapshot) Release() {

@@ -103,7 +103,6 @@ func (n *Node) Snapshot(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	n.logBytes.Store(0)
 	n.lastSave.Store(time.Now().Unix())
 	return nil
 }

@@ -77,8 +77,9 @@ type Options struct {
 	// absent follower catches up from the log. Default 10240.
 	TrailingLogs uint64
 	// SnapshotLogBytes also triggers a snapshot once this many bytes were
-	// logged since the last one: a few large entries (LOADCHUNK, RESTORE)
-	// must not leave gigabytes to replay at start-up. A clean shutdown
+	// logged since the last one, or an eighth of it when the log then goes
+	// quiet for two seconds: a few large entries (LOADCHUNK, RESTORE) must
+	// not leave gigabytes to decode at start-up. A clean shutdown
 	// snapshots too when more than a tenth of it is pending. Default 512 MiB.
 	SnapshotLogBytes uint64
 	// HeartbeatTimeout and ElectionTimeout tune failure detection.
@@ -204,9 +205,7 @@ type Node struct {
 	// leader (or none): writes waiting on a leader watch it.
 	leaderMu    sync.Mutex
 	leaderMoved chan struct{}
-	// logBytes counts bytes proposed since the last snapshot this node
-	// asked for; snapping guards against asking twice at once.
-	logBytes atomic.Uint64
+	// snapping guards against asking for two snapshots at once.
 	snapping atomic.Bool
 	// inflight holds the bytes of entries this node proposed that are not
 	// yet applied (the batcher's bound, maxInflightBytes).
@@ -485,6 +484,9 @@ func (n *Node) background() {
 			n.flush()
 		case <-tick.C:
 			n.checkLogSpace()
+			if n.snapshotDue() && n.HaltErr() == nil && !n.disk.failing(faultImage) {
+				n.snapshotAsync()
+			}
 			if n.opts.Fsync == FsyncEverySec {
 				n.disk.report(faultLog, n.logs.Sync())
 			}
@@ -539,7 +541,7 @@ func (n *Node) stopContext() (context.Context, context.CancelFunc) {
 func (n *Node) Close() error {
 	var err error
 	n.shutOnce.Do(func() {
-		if n.logBytes.Load() > n.opts.SnapshotLogBytes/10 && !n.snapping.Load() && n.fsm.halt.Load() == nil {
+		if n.fsm.logged.Load() > n.opts.SnapshotLogBytes/10 && !n.snapping.Load() && n.fsm.halt.Load() == nil {
 			// Start-up then loads the image instead of replaying the log.
 			if err := n.raft.Snapshot().Error(); err != nil {
 				n.log.Warn("snapshot at shutdown", "err", err)

@@ -252,3 +252,41 @@ func TestForwardLowersTheCap(t *testing.T) {
 		t.Fatalf("results %+v, want the small filter created and the big one too large", res)
 	}
 }
+
+// TestSnapshotAfterBulkLoad: a burst of large entries, more than an eighth
+// of SnapshotLogBytes but far fewer entries than the snapshot threshold, is
+// followed by a snapshot once the log goes quiet, so the next start does
+// not decode them all again.
+func TestSnapshotAfterBulkLoad(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
+		SnapshotLogBytes: 64 << 20}
+	n, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshots := func() string { return n.raft.Stats()["last_snapshot_index"] }
+	before := snapshots()
+	val := make([]byte, 1<<20)
+	for i := 0; i < 10; i++ { // 10 MiB in ten entries: more than 64 MiB / 8
+		if _, err := n.Write(ctx, []*command.Cmd{{Op: command.Set, Key: []byte(fmt.Sprint("k", i)), Data: val}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for snapshots() == before {
+		if ctx.Err() != nil {
+			t.Fatalf("no snapshot after a 10 MiB burst (last_snapshot_index %s)", snapshots())
+		}
+		time.Sleep(50 * time.Millisecond) // polling Raft's stats
+	}
+	if got := n.fsm.logged.Load(); got > 1<<20 {
+		t.Fatalf("%d bytes still counted after the snapshot", got)
+	}
+}

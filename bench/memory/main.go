@@ -143,6 +143,12 @@ func startBF(bin string, args ...string) *server {
 }
 
 func (s *server) launch() {
+	s.spawn()
+	s.waitReady()
+}
+
+// spawn starts the process without waiting for it.
+func (s *server) spawn() {
 	s.cmd = exec.Command(s.bin, s.args...)
 	if *serverLog != "" {
 		f, err := os.OpenFile(*serverLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -152,7 +158,6 @@ func (s *server) launch() {
 	}
 	check(s.cmd.Start())
 	s.pid = s.cmd.Process.Pid
-	s.waitReady()
 }
 
 // startRB starts RedisBloom with matched durability: the AOF fsynced on
@@ -674,6 +679,18 @@ func (s *server) waitInfo(want string) {
 	}
 }
 
+// waitPersistence polls INFO persistence until it shows want.
+func waitPersistence(c *redis.Client, want string) {
+	for {
+		info, err := c.Info(context.Background(), "persistence").Result()
+		check(err)
+		if strings.Contains(info, want+"\r\n") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling INFO
+	}
+}
+
 // dropCaches empties the page cache, so reads come from the disk.
 func dropCaches() {
 	syscall.Sync()
@@ -712,6 +729,18 @@ func restart(bin string) {
 		fillRandom(c, k) // every page of the image written
 		addItems(c, k, 20000)
 	}
+	// A running node snapshots once a bulk load ends (its log quiet for
+	// two seconds): the restarts below are of a node that had.
+	before, _ := c.LastSave(context.Background()).Result()
+	waited := time.Now()
+	for last, _ := c.LastSave(context.Background()).Result(); last == before; last, _ = c.LastSave(context.Background()).Result() {
+		if time.Since(waited) > time.Minute {
+			fmt.Println("  (no snapshot within a minute of the load)")
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // polling LASTSAVE
+	}
+	fmt.Printf("%s: snapshot %v after the load ended\n", s.name, time.Since(waited).Round(100*time.Millisecond))
 	c.Close()
 	size := sizeOf(s, keys)
 	var ratios []float64
@@ -721,9 +750,7 @@ func restart(bin string) {
 		raw, bytes := rawRead(filepath.Join(s.dir, "image"))
 		dropCaches()
 		began := time.Now()
-		s.cmd = exec.Command(s.bin, s.args...)
-		check(s.cmd.Start())
-		s.pid = s.cmd.Process.Pid
+		s.spawn()
 		c = s.client()
 		for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
 			time.Sleep(2 * time.Millisecond) // polling the first read
@@ -748,8 +775,12 @@ func restartRB() {
 		fillRandom(c, k)
 		addItems(c, k, 20000)
 	}
-	check(c.Do(context.Background(), "BGREWRITEAOF").Err()) // an RDB preamble, as a long-running server has
-	time.Sleep(3 * time.Second)                             // the rewrite of ~1 GiB
+	// An RDB preamble, as a long-running server has (Redis may have
+	// started a rewrite of its own: wait for it first).
+	waitPersistence(c, "aof_rewrite_in_progress:0")
+	check(c.Do(context.Background(), "BGREWRITEAOF").Err())
+	time.Sleep(100 * time.Millisecond) // the rewrite starts
+	waitPersistence(c, "aof_rewrite_in_progress:0")
 	c.Close()
 	for r := 0; r < *runs; r++ {
 		s.kill()
