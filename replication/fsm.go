@@ -54,7 +54,7 @@ type fsm struct {
 	// snapshots by bytes as well as by entries (see Node.snapshotDue).
 	logged    atomic.Uint64
 	lastEntry atomic.Int64
-	members  map[string]string // node id → RESP address; under mu
+	members   map[string]string // node id → RESP address; under mu
 	// voters are the voters of the latest membership applied (ids), kept
 	// in the image with the state: a restarting node learns from it whether
 	// it is the only voter before Raft starts. Under mu.

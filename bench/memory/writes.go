@@ -31,7 +31,7 @@ func writes(bin string) {
 		before, ioBefore := imageStats(s), diskWrites(s.pid)
 		addItemsFrom(c, "f", total, n)
 		total += n
-		waitTables(s, 2) // every add is in a flushed table
+		waitTables(s, 2)            // every add is in a flushed table
 		time.Sleep(2 * time.Second) // Pebble's compactions run after the ingest
 		after, ioAfter := imageStats(s), diskWrites(s.pid)
 		chunks := after["image_value_bytes"] - before["image_value_bytes"]
