@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -474,10 +473,10 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 	if err := it.Close(); err != nil {
 		return nil, 0, err
 	}
-	// The chunks, split between workers: reading the disk and faulting in
-	// the arrays' memory go on on every core, so a restart runs at disk
-	// speed rather than one core's.
-	bounds := s.chunkRanges(k, runtime.GOMAXPROCS(0))
+	// The chunks, split between loadWorkers: reading the disk and faulting
+	// in the arrays' memory go on together, so a restart runs at disk speed
+	// rather than one core's.
+	bounds := s.chunkRanges(k, loadWorkers)
 	errs := make(chan error, len(bounds)-1)
 	for i := 0; i+1 < len(bounds); i++ {
 		go func(lo, hi []byte) { errs <- s.loadChunks(k, lo, hi) }(bounds[i], bounds[i+1])
@@ -494,6 +493,12 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 	k.ForgetChanges()
 	return k, applied, nil
 }
+
+// loadWorkers is how many ranges of chunks load at once. Each waits on
+// its own reads, so more of them than cores keep the disk busy: from a
+// cold page cache, 943 MiB loaded in 1.42 s with 2 and 1.05 s with 8 on
+// 2 cores (cat: 0.7 s). Each holds one block, 64 KiB.
+const loadWorkers = 8
 
 // chunkRanges splits the chunk keys into about n ranges of equal bytes,
 // by the arrays the loaded metadata describes: n+1 bounds, the first "c"
@@ -731,3 +736,4 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	}
 	select {}
 }
+
