@@ -29,6 +29,13 @@ type Backend interface {
 	State() *keyspace.Keyspace
 }
 
+// instantReader is a Backend that can tell at once, without a context,
+// that a read need not wait (a leader with everything applied): the
+// session then builds no timeout for Barrier, once per batch of reads.
+type instantReader interface {
+	ReadNow() bool
+}
+
 // Cluster is implemented by backends that replicate; the server uses it for
 // INFO replication and the operators' membership commands (BFCLUSTER).
 // Nodes speak to each other on their own port, not through this one.

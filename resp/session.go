@@ -450,6 +450,10 @@ func (s *session) readBarrier() error {
 	if s.barrierDone || s.stale {
 		return nil
 	}
+	if r, ok := s.srv.backend.(instantReader); ok && r.ReadNow() {
+		s.barrierDone = true
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.opts.ReadTimeout)
 	defer cancel()
 	if err := s.srv.backend.Barrier(ctx, s.stale); err != nil {
