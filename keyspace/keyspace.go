@@ -278,7 +278,10 @@ func (k *Keyspace) usageOf(c *command.Cmd) int64 {
 		}
 	}
 	add(c.Key)
-	if string(c.Dst) != string(c.Key) {
+	// Only RENAME and COPY write Dst (and "" is a key): every other op would
+	// pay a second map lookup per command for it.
+	hasDst := c.Op == command.Rename || c.Op == command.Copy
+	if hasDst && string(c.Dst) != string(c.Key) {
 		add(c.Dst)
 	}
 	if len(c.Keys) == 0 {
@@ -286,7 +289,10 @@ func (k *Keyspace) usageOf(c *command.Cmd) int64 {
 	}
 	// Each key once: DEL k k frees k's memory once.
 	seen := make(map[string]bool, len(c.Keys)+2)
-	seen[string(c.Key)], seen[string(c.Dst)] = true, true
+	seen[string(c.Key)] = true
+	if hasDst {
+		seen[string(c.Dst)] = true
+	}
 	for _, key := range c.Keys {
 		if !seen[string(key)] {
 			seen[string(key)] = true
