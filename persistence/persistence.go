@@ -736,4 +736,3 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	}
 	select {}
 }
-
