@@ -124,8 +124,11 @@ func (h *holders) count() int {
 }
 
 // wait returns once every follower holding a lease knows that index i is
-// committed, or its lease has ended.
-func (h *holders) wait(ctx context.Context, i uint64) error {
+// committed, or its lease has ended; context.DeadlineExceeded after
+// deadline. The deadline is a time, not a context's: most writes find no
+// holder to wait for, and a timeout context per write cost a timer and
+// the parent context's lock, shared by every connection.
+func (h *holders) wait(ctx context.Context, i uint64, deadline time.Time) error {
 	for {
 		h.mu.Lock()
 		now := time.Now()
@@ -152,7 +155,14 @@ func (h *holders) wait(ctx context.Context, i uint64) error {
 		if first.IsZero() {
 			return nil
 		}
-		t := time.NewTimer(time.Until(first))
+		if !now.Before(deadline) {
+			return context.DeadlineExceeded
+		}
+		until := first
+		if deadline.Before(until) {
+			until = deadline
+		}
+		t := time.NewTimer(time.Until(until))
 		select {
 		case <-ch:
 		case <-t.C:

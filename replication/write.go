@@ -271,10 +271,7 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 	if r.err == nil && len(cmds) > 0 {
 		// Followers holding read leases must know of the commit before
 		// the client does; that wait ends with their leases at the latest.
-		hctx, cancel := context.WithTimeout(ctx, 2*n.leaseTerm()+time.Second)
-		err := n.holders.wait(hctx, r.index)
-		cancel()
-		if err != nil {
+		if err := n.holders.wait(ctx, r.index, time.Now().Add(2*n.leaseTerm()+time.Second)); err != nil {
 			return 0, nil, command.ErrLeadershipLost
 		}
 	}

@@ -327,16 +327,14 @@ func cmdExec(s *session, a [][]byte) {
 		if q.sp.run != nil {
 			continue
 		}
-		c, msg := s.prepare(q.sp, q.args)
-		if msg != "" {
+		pc := new(command.Cmd)
+		if msg := s.prepare(q.sp, q.args, pc); msg != "" {
 			items[i].err = msg
 			continue
 		}
-		pc := new(command.Cmd)
-		*pc = c
 		items[i].cmd = pc
 		cmds = append(cmds, pc)
-		anyWrite = anyWrite || c.Op.IsWrite()
+		anyWrite = anyWrite || pc.Op.IsWrite()
 	}
 	watch := s.takeWatch(len(cmds))
 	if watch != nil {

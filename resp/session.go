@@ -340,7 +340,10 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.account(sp, args, from)
 		return
 	}
-	c, errMsg := s.prepare(sp, args)
+	// Prepared in place: a command is some 200 bytes, and reads, the most
+	// of them, are served from this one.
+	c := &s.readCmd
+	errMsg := s.prepare(sp, args, c)
 	if errMsg != "" {
 		s.flushPending()
 		from := len(s.w.buf)
@@ -360,7 +363,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		// at: a grown arena is a new array, and the old one stays as it
 		// was for them.
 		c.Items, c.Keys = s.keepList(c.Items), s.keepList(c.Keys)
-		s.cmdArena = append(s.cmdArena, c)
+		s.cmdArena = append(s.cmdArena, *c)
 		pc := &s.cmdArena[len(s.cmdArena)-1]
 		s.pending = append(s.pending, pc)
 		s.pendSpec = append(s.pendSpec, sp)
@@ -374,9 +377,8 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		s.account(sp, args, from)
 		return
 	}
-	s.readCmd = c
-	s.srv.backend.State().ReadInto(&s.readCmd, &s.readRes)
-	s.countLookups(&s.readCmd, &s.readRes)
+	s.srv.backend.State().ReadInto(c, &s.readRes)
+	s.countLookups(c, &s.readRes)
 	if c.Op == command.BFExists || c.Op == command.CFExists {
 		for _, v := range s.readRes.Ints {
 			if v == 0 {
@@ -384,33 +386,33 @@ func (s *session) execute(sp *spec, args [][]byte) {
 			}
 		}
 	}
-	s.renderResult(sp, &s.readCmd, &s.readRes)
+	s.renderResult(sp, c, &s.readRes)
 	s.account(sp, args, from)
 }
 
 // prepare turns a command's arguments into the typed command the keyspace
-// takes: parse (RedisBloom's checks, in its order); stamp the database and
-// the batch's clock, and for a write this node's per-filter byte cap;
-// check the log's contract (command.Validate); and for a deny-oom write
-// the memory limit. Every command that reaches the keyspace takes this one
+// takes, in c, and returns the error to answer instead, if any: parse
+// (RedisBloom's checks, in its order); stamp the database and the batch's
+// clock, and for a write this node's per-filter byte cap; check the log's
+// contract (command.Validate); and for a deny-oom write the memory limit. Every command that reaches the keyspace takes this one
 // path, alone, pipelined or in EXEC.
-func (s *session) prepare(sp *spec, args [][]byte) (command.Cmd, string) {
-	c, msg := sp.parse(s, args)
-	if msg != "" {
-		return c, msg
+func (s *session) prepare(sp *spec, args [][]byte, c *command.Cmd) string {
+	var msg string
+	if *c, msg = sp.parse(s, args); msg != "" {
+		return msg
 	}
 	c.DB = s.db
 	c.Now = s.now.UnixMilli()
 	if c.Op.IsWrite() {
 		c.MaxBytes = s.srv.opts.MaxFilterBytes
 	}
-	if err := command.Validate(&c); err != nil {
-		return c, wireError(err)
+	if err := command.Validate(c); err != nil {
+		return wireError(err)
 	}
-	if c.Op.IsWrite() && sp.denyOOM && s.overMemory(&c) {
-		return c, msgOOM
+	if c.Op.IsWrite() && sp.denyOOM && s.overMemory(c) {
+		return msgOOM
 	}
-	return c, ""
+	return ""
 }
 
 // overLimit reports whether the memory limit is reached.
