@@ -93,10 +93,23 @@ func (m *ModuleConfig) Validate() error {
 // moduleState is the server's live copy of ModuleConfig, changed by CONFIG SET.
 type moduleState struct {
 	mu  sync.Mutex
-	cfg ModuleConfig
+	cfg ModuleConfig // under mu; store changes with set
+	// cur is cfg as last set, for the commands that read it on every call
+	// (an auto-creating BF.ADD): one atomic load, where the mutex was a
+	// lock every connection shared.
+	cur atomic.Pointer[ModuleConfig]
+}
+
+// set replaces the settings; mu is held.
+func (m *moduleState) set(c ModuleConfig) {
+	m.cfg = c
+	m.cur.Store(&c)
 }
 
 func (m *moduleState) snapshot() ModuleConfig {
+	if c := m.cur.Load(); c != nil {
+		return *c
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cfg
@@ -425,7 +438,7 @@ func (s *Server) configSet(pairs [][]byte) string {
 		}
 		apply = append(apply, f)
 	}
-	s.module.cfg = m
+	s.module.set(m)
 	for _, f := range apply {
 		f()
 	}

@@ -230,7 +230,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
-	s.module.cfg = *opts.Module
+	s.module.set(*opts.Module)
 	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
