@@ -26,20 +26,29 @@ type Options struct {
 	// Default 32 MiB: with the runtime's own memory and the image's cache
 	// a node then stays within its filters' bytes plus 64 MiB.
 	Headroom uint64
+	// IdleCheck is how often Run looks for garbage no allocation will
+	// collect (default 5s), and IdleGC how long it lets the heap go
+	// without a collection before it collects anyway (default 10s; the
+	// runtime's own comes every two minutes).
+	IdleCheck, IdleGC time.Duration
 }
 
-// idleCheck is how often Run looks for garbage no allocation will collect.
-const idleCheck = 5 * time.Second
 
 // Run tunes GOGC after every garbage collection until ctx ends.
 func Run(ctx context.Context, o Options) {
 	if o.Headroom == 0 {
 		o.Headroom = 32 << 20
 	}
+	if o.IdleCheck <= 0 {
+		o.IdleCheck = 5 * time.Second
+	}
+	if o.IdleGC <= 0 {
+		o.IdleGC = 10 * time.Second
+	}
 	gcs := make(chan struct{}, 1)
 	arm(gcs, ctx)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	idle := time.NewTicker(idleCheck)
+	idle := time.NewTicker(o.IdleCheck)
 	defer idle.Stop()
 	var ms runtime.MemStats
 	for {
@@ -49,10 +58,14 @@ func Run(ctx context.Context, o Options) {
 		case <-idle.C:
 			// A burst (a LOADCHUNK stream, a snapshot) can leave garbage
 			// that no later allocation collects: collect it, and give the
-			// pages back, once it is worth half the headroom.
+			// pages back, once it is worth half the headroom. What the
+			// last collection found live may have died since (a bulk
+			// load's entries, once applied), unseen until the next one:
+			// with none for IdleGC, collect anyway.
 			metrics.Read(sample)
 			runtime.ReadMemStats(&ms)
-			if live := sample[0].Value.Uint64(); ms.HeapAlloc > live+o.Headroom/2 || ms.HeapIdle-ms.HeapReleased > o.Headroom/2 {
+			stale := time.Since(time.Unix(0, int64(ms.LastGC))) > o.IdleGC
+			if live := sample[0].Value.Uint64(); stale || ms.HeapAlloc > live+o.Headroom/2 || ms.HeapIdle-ms.HeapReleased > o.Headroom/2 {
 				debug.FreeOSMemory()
 			}
 			continue

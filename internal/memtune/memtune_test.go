@@ -48,3 +48,31 @@ func TestRunFollowsTheLiveHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestIdleCollects: garbage that the last collection saw live, with no
+// allocation after it to start another, is collected and given back once
+// the heap has gone IdleGC without a collection.
+func TestIdleCollects(t *testing.T) {
+	defer debug.SetGCPercent(100)
+	defer debug.SetMemoryLimit(math.MaxInt64)
+	burst := make([]uint64, 32<<20) // 256 MiB, live at this collection
+	runtime.GC()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Run(ctx, Options{IdleCheck: 20 * time.Millisecond, IdleGC: 100 * time.Millisecond})
+	burst[len(burst)-1] = 1
+	runtime.KeepAlive(burst)
+	burst = nil
+	var ms runtime.MemStats
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc < 64<<20 && ms.HeapIdle-ms.HeapReleased < 64<<20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: heap %d MiB, idle unreleased %d MiB", ms.HeapAlloc>>20, (ms.HeapIdle-ms.HeapReleased)>>20)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the runtime's counters
+	}
+}
