@@ -33,7 +33,6 @@ type Options struct {
 	IdleCheck, IdleGC time.Duration
 }
 
-
 // Run tunes GOGC after every garbage collection until ctx ends.
 func Run(ctx context.Context, o Options) {
 	if o.Headroom == 0 {
