@@ -452,17 +452,8 @@ func five(s *server) {
 	smp.enter("snapshot")
 	ok := snapshot(s)
 	smp.enter("restart after kill -9")
-	s.kill()
-	if s.cmd != nil {
-		s.launch()
-	} else {
-		restartRBProcess(s)
-	}
 	c.Close()
-	c = s.client()
-	for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
-		time.Sleep(10 * time.Millisecond) // polling the first read
-	}
+	c = s.restartAndRead("f4")
 	smp.enter("steady (2 s)")
 	time.Sleep(2 * time.Second) // watching memory settle
 	smp.close()
@@ -473,6 +464,27 @@ func five(s *server) {
 	}
 	smp.report(name, sizeOf(s, keys))
 	s.stop()
+}
+
+// restartAndRead kills the server, starts it again and returns a client
+// once key answers its first read.
+func (s *server) restartAndRead(key string) *redis.Client {
+	s.kill()
+	if s.cmd != nil {
+		s.launch()
+	} else {
+		restartRBProcess(s)
+	}
+	c := s.client()
+	waitFirstRead(c, key)
+	return c
+}
+
+// waitFirstRead polls until key holds item:1.
+func waitFirstRead(c *redis.Client, key string) {
+	for c.Do(context.Background(), "BF.EXISTS", key, "item:1").Val() != int64(1) {
+		time.Sleep(2 * time.Millisecond) // polling the first read
+	}
 }
 
 func big(s *server) {
@@ -488,17 +500,8 @@ func big(s *server) {
 	smp.enter("adds after (100,000)")
 	addItems(c, "big", 100000)
 	smp.enter("restart after kill -9")
-	s.kill()
-	if s.cmd != nil {
-		s.launch()
-	} else {
-		restartRBProcess(s)
-	}
 	c.Close()
-	c = s.client()
-	for c.Do(context.Background(), "BF.EXISTS", "big", "item:1").Val() != int64(1) {
-		time.Sleep(10 * time.Millisecond) // polling the first read
-	}
+	c = s.restartAndRead("big")
 	smp.close()
 	c.Close()
 	smp.report(s.name, sizeOf(s, []string{"big"}))
@@ -752,9 +755,7 @@ func restart(bin string) {
 		began := time.Now()
 		s.spawn()
 		c = s.client()
-		for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
-			time.Sleep(2 * time.Millisecond) // polling the first read
-		}
+		waitFirstRead(c, "f4")
 		first := time.Since(began)
 		c.Close()
 		ratios = append(ratios, first.Seconds()/raw.Seconds())
@@ -789,9 +790,7 @@ func restartRB() {
 		began := time.Now()
 		restartRBProcess(s)
 		c = s.client()
-		for c.Do(context.Background(), "BF.EXISTS", "f4", "item:1").Val() != int64(1) {
-			time.Sleep(2 * time.Millisecond) // polling the first read
-		}
+		waitFirstRead(c, "f4")
 		first := time.Since(began)
 		c.Close()
 		fmt.Printf("%s (AOF with RDB preamble, %.0f MiB): first read %v after a cold start; raw read %v; ratio %.2f\n",
