@@ -101,9 +101,11 @@ type Encoder struct {
 	prev  *Cmd
 	n     int
 	level uint8 // the highest op level added
-	// size is the capacity the next entry starts with: the last small
-	// entry's, so that steady batches rarely grow.
+	// size is the capacity the next entry starts with: a little more than
+	// the last entry without a large payload took, so that steady batches
+	// rarely grow and one large entry does not size every later one.
 	size int
+	grew bool // a large payload grew this entry
 }
 
 // headRoom is the longest entry header: the version, the level and the
@@ -123,6 +125,7 @@ func (e *Encoder) Add(c *Cmd) {
 	}
 	if big := len(c.Data) + len(c.Key); big > 64<<10 {
 		e.body = slices.Grow(e.body, big+1024)
+		e.grew = true
 	}
 	e.body = appendCmd(e.body, e.prev, c)
 	e.prev = c
@@ -151,10 +154,10 @@ func (e *Encoder) Entry() []byte {
 	hb = binary.AppendUvarint(hb, uint64(e.n))
 	b := e.body[headRoom-len(hb):]
 	copy(b, hb)
-	if c := cap(e.body); c <= 1<<20 {
-		e.size = c // a rare huge entry (LOADCHUNK, RESTORE) sets no size
+	if n := len(e.body); !e.grew && n <= 1<<20 {
+		e.size = n + n/4 // a rare huge entry (LOADCHUNK, RESTORE) sets no size
 	}
-	e.body, e.prev, e.n, e.level = nil, nil, 0, 0
+	e.body, e.prev, e.n, e.level, e.grew = nil, nil, 0, 0, false
 	return b
 }
 

@@ -219,3 +219,17 @@ func TestMinCmdBytes(t *testing.T) {
 		t.Fatalf("an unchanged command encodes to %d bytes in version 2, minCmdBytesV2 is %d", n, minCmdBytesV2)
 	}
 }
+
+// TestEncoderSizeAfterLargeEntry: one large entry does not make every
+// later small entry allocate its size.
+func TestEncoderSizeAfterLargeEntry(t *testing.T) {
+	var e Encoder
+	e.Add(&Cmd{Op: BFLoadChunk, Key: []byte("k"), Iter: 1, Data: make([]byte, 200<<10)})
+	e.Entry()
+	for i := 0; i < 3; i++ {
+		e.Add(&Cmd{Op: BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("x")}})
+		if b := e.Entry(); cap(b) > 4<<10 {
+			t.Fatalf("entry %d after a 200 KiB one: len %d, cap %d", i, len(b), cap(b))
+		}
+	}
+}
