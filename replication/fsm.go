@@ -213,11 +213,20 @@ type applyResult struct {
 
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type == raft.LogCommand {
+		// Counted here, as Raft hands each entry over, and not in
+		// replayTail's early apply of the same entries.
+		f.logged.Add(uint64(len(l.Data)))
+		f.lastEntry.Store(time.Now().UnixNano())
+	}
+	return f.apply(l)
+}
+
+// apply is Apply without the log's byte count.
+func (f *fsm) apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || f.halt.Load() != nil {
 		return nil // after a halt nothing applies, and applied stays put
 	}
-	f.logged.Add(uint64(len(l.Data)))
-	f.lastEntry.Store(time.Now().UnixNano())
 	if l.Index <= f.persisted {
 		if l.Index > f.applied.Load() {
 			f.changed.Store(l.Index)
@@ -347,7 +356,7 @@ func (f *fsm) replayTail(logs raft.LogStore, self string) (bool, error) {
 		if l.Type == raft.LogConfiguration {
 			return false, nil
 		}
-		f.Apply(&l)
+		f.apply(&l)
 		if f.halt.Load() != nil {
 			return false, nil
 		}
@@ -499,7 +508,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.ks.Store(keyspace.NewLoading())
 	f.mu.Unlock()
 	debug.FreeOSMemory()
-	return f.load()
+	if err := f.load(); err != nil {
+		return err
+	}
+	f.logged.Store(0) // the log before the snapshot no longer counts
+	return nil
 }
 
 // backup writes the image (so it is exactly at the applied index) and
@@ -589,8 +602,19 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	s.f.logged.Add(-s.logged) // what it covers no longer counts
+	s.f.uncount(s.logged) // what it covers no longer counts
 	return nil
+}
+
+// uncount takes n bytes off logged, never below zero (a reset may have
+// come between the snapshot's cut and its end).
+func (f *fsm) uncount(n uint64) {
+	for {
+		cur := f.logged.Load()
+		if f.logged.CompareAndSwap(cur, cur-min(cur, n)) {
+			return
+		}
+	}
 }
 
 func (s *snapshot) Release() {

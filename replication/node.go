@@ -205,8 +205,11 @@ type Node struct {
 	// leader (or none): writes waiting on a leader watch it.
 	leaderMu    sync.Mutex
 	leaderMoved chan struct{}
-	// snapping guards against asking for two snapshots at once.
-	snapping atomic.Bool
+	// snapping guards against asking for two snapshots at once;
+	// snapFailed is when the latest one asked by log size failed (Unix
+	// ns), 0 once one succeeds.
+	snapping   atomic.Bool
+	snapFailed atomic.Int64
 	// inflight holds the bytes of entries this node proposed that are not
 	// yet applied (the batcher's bound, maxInflightBytes).
 	inflight inflight

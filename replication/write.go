@@ -178,6 +178,9 @@ func (n *Node) nudge() {
 // logged, or an eighth of that and the log has been quiet for two
 // seconds (a bulk load has ended).
 func (n *Node) snapshotDue() bool {
+	if t := n.snapFailed.Load(); t != 0 && time.Since(time.Unix(0, t)) < snapshotRetry {
+		return false
+	}
 	logged := n.fsm.logged.Load()
 	if logged > n.opts.SnapshotLogBytes {
 		return true
@@ -185,6 +188,10 @@ func (n *Node) snapshotDue() bool {
 	quiet := time.Since(time.Unix(0, n.fsm.lastEntry.Load())) > 2*time.Second
 	return logged > n.opts.SnapshotLogBytes/8 && quiet
 }
+
+// snapshotRetry is how long a failed snapshot by log size waits before
+// the next try.
+const snapshotRetry = 30 * time.Second
 
 // snapshotAsync asks Raft for a snapshot unless one is already under way.
 func (n *Node) snapshotAsync() {
@@ -199,9 +206,12 @@ func (n *Node) snapshotAsync() {
 			return
 		}
 		if err != nil {
+			// Not again for a while: each try may stream the whole image.
+			n.snapFailed.Store(time.Now().UnixNano())
 			n.log.Warn("snapshot by log size", "err", err)
 			return
 		}
+		n.snapFailed.Store(0)
 		n.lastSave.Store(time.Now().Unix())
 	}()
 }

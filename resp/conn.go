@@ -339,6 +339,7 @@ func cmdExec(s *session, a [][]byte) {
 	watch := s.takeWatch(len(cmds))
 	if watch != nil {
 		if err := command.Validate(watch); err != nil {
+			s.releaseNeed() // nothing prepared will be written
 			s.w.Error(wireError(err))
 			return
 		}

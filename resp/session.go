@@ -514,11 +514,17 @@ func (s *session) flushPending() {
 // stop counting against the memory limit once it returns: applied (or
 // failed), they are in the keyspace's total.
 func (s *session) write(cmds []*command.Cmd) ([]keyspace.Result, error) {
+	defer s.releaseNeed()
+	return s.srv.backend.Write(s.srv.ctx, cmds)
+}
+
+// releaseNeed stops counting the prepared RESERVEs against the memory
+// limit: they were written, or will not be.
+func (s *session) releaseNeed() {
 	if s.pendNeed != 0 {
-		defer func(n int64) { s.srv.inflight.Add(-n) }(s.pendNeed)
+		s.srv.inflight.Add(-s.pendNeed)
 		s.pendNeed = 0
 	}
-	return s.srv.backend.Write(s.srv.ctx, cmds)
 }
 
 // keptCommands bounds the arenas a session keeps between batches.
