@@ -1,20 +1,19 @@
 package replication
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/atomicfile"
 	"github.com/bfserver/bfserver/internal/wire"
 	"github.com/hashicorp/raft"
 )
@@ -112,35 +111,23 @@ func (n *Node) Snapshot(ctx context.Context) error {
 func (n *Node) LastSnapshot() time.Time { return time.Unix(n.lastSave.Load(), 0) }
 
 // Backup implements resp.Cluster (BFBACKUP): a consistent copy of this
-// node's state, written to path (through a temporary file, synced, then
-// renamed, so a path never holds half a backup). bfserver restore turns it
+// node's state, written to path (package atomicfile: a path never holds
+// half a backup). bfserver restore turns it
 // into the data directory of a new node. It returns the log index the copy
 // is at.
 func (n *Node) Backup(ctx context.Context, path string) (uint64, error) {
 	if err := n.HaltErr(); err != nil {
 		return 0, err
 	}
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	var idx uint64
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) (err error) {
+		idx, err = n.fsm.backup(w)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriterSize(f, 1<<20)
-	idx, err := n.fsm.backup(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	return idx, os.Rename(f.Name(), path)
+	return idx, nil
 }
 
 // Reload implements resp.Cluster (DEBUG RELOAD): the image is written and

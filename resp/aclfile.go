@@ -3,13 +3,15 @@ package resp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/bfserver/bfserver/command"
+
+	"github.com/bfserver/bfserver/internal/atomicfile"
 )
 
 // The ACL file (--aclfile), as Redis's: one "user <name> <rule> ..." line
@@ -154,32 +156,10 @@ func (s *Server) saveACLFile() error {
 		b.WriteString(st.users[n].aclListLine())
 		b.WriteByte('\n')
 	}
-	path := s.opts.ACLFile
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	return atomicfile.Write(s.opts.ACLFile, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, b.String())
 		return err
-	}
-	_, err = f.WriteString(b.String())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	})
 }
 
 func cmdACLSave(s *session, a [][]byte) {

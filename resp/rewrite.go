@@ -2,10 +2,12 @@ package resp
 
 import (
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"github.com/bfserver/bfserver/internal/atomicfile"
 )
 
 // CONFIG RESETSTAT, REWRITE and HELP.
@@ -144,34 +146,10 @@ func (s *Server) rewriteConfig(path string) error {
 	if body != "" {
 		body += "\n"
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".bfserver-config-*")
-	if err != nil {
+	return atomicfile.Write(path, st.Mode().Perm(), func(w io.Writer) error {
+		_, err := io.WriteString(w, body)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(body); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	})
 }
 
 // quoteConfig quotes a value the config file reader would not read back
