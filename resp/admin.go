@@ -186,6 +186,7 @@ type sessionAdmin struct {
 
 	pendArgs [][][]byte // the arguments of the pending writes (slow log, MONITOR)
 	run      []timedCmd // commands run since the clock was last read (see settle)
+	runArgs  [][]byte   // their argument lists: the parser reuses its own
 	word     uint64     // the last published pub.word
 	lastCmd  *spec      // the last published pub.lastCmd
 }
@@ -196,7 +197,12 @@ type sessionAdmin struct {
 // batch's replies are written (endBatch).
 func (s *session) account(sp *spec, args [][]byte, from int) {
 	failed := s.note(sp, args, from)
-	s.adm.run = append(s.adm.run, timedCmd{sp, args, failed})
+	// The argument list is the parser's, which the next command reuses;
+	// the bytes it points at stay until the run is settled.
+	a := &s.adm
+	n := len(a.runArgs)
+	a.runArgs = append(a.runArgs, args...)
+	a.run = append(a.run, timedCmd{sp, a.runArgs[n:len(a.runArgs):len(a.runArgs)], failed})
 	// A fast command's time is settled with the run it belongs to: one
 	// clock read for up to maxRun of them (a clock read costs as much as a
 	// BF.EXISTS).
@@ -267,11 +273,12 @@ func (s *session) settle() {
 		run[i].sp.stats.ranN(d, j-i, failed)
 		for k := i; k < j; k++ {
 			s.slow(run[k].sp, run[k].args, d)
-			run[k] = timedCmd{}
 		}
 		i = j
 	}
-	s.adm.run = run[:0]
+	clear(run)
+	clear(s.adm.runArgs)
+	s.adm.run, s.adm.runArgs = run[:0], s.adm.runArgs[:0]
 }
 
 // timed records one command that took d.

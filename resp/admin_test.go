@@ -275,6 +275,40 @@ func TestSlowlogEntries(t *testing.T) {
 	}
 }
 
+// TestSlowlogPipelined: fast commands sent in one pipeline, timed
+// together, are logged with their own arguments each.
+func TestSlowlogPipelined(t *testing.T) {
+	srv := startServer(t, nil)
+	cl := dial(t, srv)
+	cl.run(t, "CONFIG", "SET", "slowlog-log-slower-than", "0")
+	cl.run(t, "BF.ADD", "k", "x")
+	cl.run(t, "SLOWLOG", "RESET")
+	var pipe []byte
+	for _, it := range []string{"a", "b", "c"} {
+		pipe = append(pipe, golden.Encode(argv("BF.EXISTS", "k", it))...)
+	}
+	if _, err := cl.c.Write(pipe); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := golden.ReadFrame(cl.r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := parseReply(t, cl.do(t, argv("SLOWLOG", "GET", "3")))
+	var got []string
+	for _, e := range n.kids {
+		var args []string
+		for _, k := range e.kids[3].kids {
+			args = append(args, k.s)
+		}
+		got = append(got, strings.Join(args, " "))
+	}
+	if want := "BF.EXISTS k c|BF.EXISTS k b|BF.EXISTS k a"; strings.Join(got, "|") != want {
+		t.Fatalf("entries %q, want %q", got, want)
+	}
+}
+
 // TestLatencyMonitor: with a threshold, a slow command is a "command"
 // sample that LATEST, HISTORY, GRAPH and DOCTOR report, and RESET clears.
 func TestLatencyMonitor(t *testing.T) {
