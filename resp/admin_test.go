@@ -528,6 +528,28 @@ func TestConfigRewrite(t *testing.T) {
 	}
 }
 
+// TestSaveStatus: a SAVE alone leaves INFO's BGSAVE status ok and its
+// time -1, as Redis's; a failed BGSAVE is err until a save succeeds.
+func TestSaveStatus(t *testing.T) {
+	fc := newFakeCluster()
+	srv := startWith(t, resp.Options{}, fc)
+	cl := dial(t, srv)
+	cl.run(t, "SAVE")
+	if st, sec := infoField(t, cl, "persistence", "rdb_last_bgsave_status"), infoField(t, cl, "persistence", "rdb_last_bgsave_time_sec"); st != "ok" || sec != "-1" {
+		t.Fatalf("after SAVE: status %s, time %s", st, sec)
+	}
+	fc.fail.Store(true)
+	cl.run(t, "BGSAVE")
+	waitFor(t, "the failed background save", func() bool {
+		return infoField(t, cl, "persistence", "rdb_bgsave_in_progress") == "0" && infoField(t, cl, "persistence", "rdb_last_bgsave_status") == "err"
+	})
+	fc.fail.Store(false)
+	cl.run(t, "SAVE")
+	if st := infoField(t, cl, "persistence", "rdb_last_bgsave_status"); st != "ok" {
+		t.Fatalf("after a failed BGSAVE and a SAVE: %s", st)
+	}
+}
+
 // TestSaveAndShutdown: SAVE and BGSAVE snapshot the node, LASTSAVE and
 // INFO persistence follow; SHUTDOWN SAVE whose save fails answers Redis's
 // error and keeps serving; SHUTDOWN closes the client and asks the owner

@@ -433,7 +433,7 @@ func (s *Server) loading() bool {
 func (s *Server) infoPersistence(b *infoBuilder) {
 	st := &s.adm.saves
 	st.mu.Lock()
-	running, bg, started, lastOK, lastDur, saves, everBG := st.running, st.bg, st.started, st.lastOK, st.lastDur, st.saves, st.lastDur != 0
+	running, bg, started, failed, bgDur, saves := st.running, st.bg, st.started, st.failed, st.bgDur, st.saves
 	st.mu.Unlock()
 	changes := uint64(max(s.adm.changes.Load(), 0))
 	if c, ok := s.cluster.(changesCounter); ok {
@@ -451,13 +451,13 @@ func (s *Server) infoPersistence(b *infoBuilder) {
 	b.kv("rdb_bgsave_in_progress", b2i(running && bg))
 	b.kv("rdb_last_save_time", s.lastSave().Unix())
 	status := "ok"
-	if everBG && !lastOK {
+	if failed {
 		status = "err"
 	}
 	b.kv("rdb_last_bgsave_status", status)
 	last := int64(-1)
-	if everBG {
-		last = int64(lastDur / time.Second)
+	if bgDur != 0 {
+		last = int64(bgDur / time.Second)
 	}
 	b.kv("rdb_last_bgsave_time_sec", last)
 	cur := int64(-1)

@@ -24,10 +24,12 @@ type saveState struct {
 	running bool
 	bg      bool
 	started time.Time
-	lastOK  bool
-	lastDur time.Duration
-	saves   int64
-	at      time.Time // the last successful save by this server
+	// failed: the latest BGSAVE failed and no save succeeded since (a
+	// successful SAVE sets Redis's lastbgsave_status to ok too); bgDur is
+	// the latest BGSAVE's time, 0 before any.
+	failed bool
+	bgDur  time.Duration
+	saves  int64
 }
 
 func (st *saveState) begin(bg bool) bool {
@@ -44,13 +46,13 @@ func (st *saveState) end(err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.running = false
-	st.lastDur = time.Since(st.started)
 	if st.bg {
-		st.lastOK = err == nil
+		st.bgDur = max(time.Since(st.started), time.Nanosecond)
+		st.failed = err != nil
 	}
 	if err == nil {
+		st.failed = false
 		st.saves++
-		st.at = time.Now()
 	}
 }
 
