@@ -132,6 +132,7 @@ func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		defer conn.Close(context.Background())
 	}
+	ep.opt.PoolSize = max(ep.opt.PoolSize, o.conns) // a connection per sender
 	l := &loader{o: o, c: ep.db(ep.opt.DB), rep: rep, unit: unit}
 	rep.setTotal(total)
 	start := time.Now()

@@ -33,7 +33,6 @@ type job struct {
 	key          string
 	kind         kind
 	size         int64 // INFO Size when listed
-	expireAt     int64 // when listed; for --dry-run
 }
 
 func (j job) name() string { return fmt.Sprintf("db%d %s", j.srcDB, showKey(j.key)) }
@@ -436,6 +435,9 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 				return "", st, errors.New("the target key exists and differs (use --replace to overwrite it)")
 			}
 		}
+		// Dropping the temporary copy must work after an interrupt too,
+		// when ctx is cancelled: it may hold gigabytes on the target.
+		drop := func() { dst.Del(context.Background(), tmp) }
 		if err := dst.Del(ctx, tmp).Err(); err != nil {
 			return "", st, fmt.Errorf("target: DEL %s: %w", showKey(tmp), err)
 		}
@@ -444,11 +446,11 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 		ts := time.Since(t0)
 		st.stream += ts
 		if errors.Is(err, errGone) {
-			dst.Del(ctx, tmp)
+			drop()
 			return "gone", st, nil
 		}
 		if err != nil {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, err
 		}
 		// Verify: the target's copy against what was streamed, and the
@@ -461,19 +463,19 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 		wg.Wait()
 		st.verify += time.Since(t0) - ts
 		if errors.Is(errAfter, errGone) {
-			dst.Del(ctx, tmp)
+			drop()
 			return "gone", st, nil
 		}
 		if errAfter != nil {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("source: verifying: %w", errAfter)
 		}
 		if errCopy != nil {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("target: verifying: %w", errCopy)
 		}
 		if after.sum != before.sum || !after.info.equal(before.info) {
-			dst.Del(ctx, tmp)
+			drop()
 			if st.attempts > m.retries {
 				return "", st, fmt.Errorf("the source key changed during each of %d copies", st.attempts)
 			}
@@ -481,29 +483,29 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 			continue
 		}
 		if loaded.sum != before.sum {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("verification failed: the target's dump (sha256 %s) differs from the source's (%s)", loaded.sum, before.sum)
 		}
 		if !loaded.info.equal(before.info) {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("verification failed: target INFO %s, source INFO %s", loaded.info, before.info)
 		}
 		exp, err := m.from.expiry(ctx, j.srcDB, j.key)
 		if errors.Is(err, errGone) {
-			dst.Del(ctx, tmp)
+			drop()
 			return "gone", st, nil
 		}
 		if err != nil {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("source: TTL: %w", err)
 		}
 		if exp != 0 {
 			if exp <= time.Now().UnixMilli() {
-				dst.Del(ctx, tmp)
+				drop()
 				return "gone", st, nil
 			}
 			if err := dst.PExpireAt(ctx, tmp, time.UnixMilli(exp)).Err(); err != nil {
-				dst.Del(ctx, tmp)
+				drop()
 				return "", st, fmt.Errorf("target: PEXPIREAT: %w", err)
 			}
 		}
@@ -515,12 +517,12 @@ func (m *migrator) copyKey(ctx context.Context, j job) (string, keyStats, error)
 			var ok bool
 			ok, err = dst.RenameNX(ctx, tmp, j.key).Result()
 			if err == nil && !ok {
-				dst.Del(ctx, tmp)
+				drop()
 				return "", st, errors.New("the target key was created during the copy (use --replace to overwrite it)")
 			}
 		}
 		if err != nil {
-			dst.Del(ctx, tmp)
+			drop()
 			return "", st, fmt.Errorf("target: RENAME: %w", err)
 		}
 		return "copied", st, nil
@@ -635,5 +637,5 @@ func (m *migrator) stream(ctx context.Context, src, dst *redis.Client, j job, tm
 		}
 		return digest{}, fmt.Errorf("source: %w", err)
 	}
-	return digest{sum: hex.EncodeToString(h.Sum(nil)), info: in, bytes: n}, nil
+	return digest{sum: hex.EncodeToString(h.Sum(nil)), info: in}, nil
 }

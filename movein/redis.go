@@ -289,9 +289,8 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // digest is the SHA-256 of a filter's concatenated dump (header and every
 // chunk) and its INFO, read in one pass.
 type digest struct {
-	sum   string
-	info  info
-	bytes int64
+	sum  string
+	info info
 }
 
 func dumpDigest(ctx context.Context, c *redis.Client, k kind, key string) (digest, error) {
@@ -300,16 +299,14 @@ func dumpDigest(ctx context.Context, c *redis.Client, k kind, key string) (diges
 		return digest{}, err
 	}
 	h := sha256.New()
-	var n int64
 	err = scanDump(ctx, c, k, key, in, func(_ int64, data string) error {
 		h.Write(bytesOf(data))
-		n += int64(len(data))
 		return nil
 	})
 	if err != nil {
 		return digest{}, err
 	}
-	return digest{sum: hex.EncodeToString(h.Sum(nil)), info: in, bytes: n}, nil
+	return digest{sum: hex.EncodeToString(h.Sum(nil)), info: in}, nil
 }
 
 // expiry is a key's absolute expiry in Unix milliseconds; 0 means none.
