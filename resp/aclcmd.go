@@ -3,7 +3,6 @@ package resp
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -427,17 +426,4 @@ func cmdACLLog(s *session, a [][]byte) {
 		s.w.BulkString("timestamp-last-updated")
 		s.w.Int(e.updated)
 	}
-}
-
-// Double writes a double: ,d in RESP3, a bulk string in RESP2, in the
-// shortest form that reads back the same (Redis's fpconv).
-func (w *Writer) Double(d float64) {
-	s := strconv.FormatFloat(d, 'g', -1, 64)
-	if w.proto == 3 {
-		w.buf = append(w.buf, ',')
-		w.buf = append(w.buf, s...)
-		w.buf = append(w.buf, '\r', '\n')
-		return
-	}
-	w.BulkString(s)
 }

@@ -119,3 +119,18 @@ func (w *Writer) Verbatim(s string) {
 	w.buf = append(w.buf, s...)
 	w.buf = append(w.buf, '\r', '\n')
 }
+
+// Double writes a double: ,d in RESP3, a bulk string in RESP2, in the
+// shortest form that reads back the same and without an exponent, as
+// Redis's fpconv writes the values it is used for (ACL LOG's age-seconds:
+// 1000000.5, where Go's %g would say 1.0000005e+06).
+func (w *Writer) Double(d float64) {
+	s := strconv.FormatFloat(d, 'f', -1, 64)
+	if w.proto == 3 {
+		w.buf = append(w.buf, ',')
+		w.buf = append(w.buf, s...)
+		w.buf = append(w.buf, '\r', '\n')
+		return
+	}
+	w.BulkString(s)
+}
