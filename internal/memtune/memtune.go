@@ -47,6 +47,12 @@ func Run(ctx context.Context, o Options) {
 	gcs := make(chan struct{}, 1)
 	arm(gcs, ctx)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// The memory limit counts the runtime's memory outside heap objects
+	// too (goroutine stacks: 8 KiB and more for each of up to 10,000
+	// clients, and metadata): what the total holds beyond the heap's own
+	// classes.
+	classes := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	idle := time.NewTicker(o.IdleCheck)
 	defer idle.Stop()
 	var ms runtime.MemStats
@@ -77,10 +83,27 @@ func Run(ctx context.Context, o Options) {
 		live := sample[0].Value.Uint64()
 		p := Percent(live, o.Headroom)
 		debug.SetGCPercent(p)
-		// The heap's goal, plus room for stacks, runtime metadata and the
-		// next burst of allocation: above it the scavenger gives pages back.
-		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + o.Headroom/2))
+		// The heap's goal, plus the runtime's memory beside the heap and
+		// room for the next burst of allocation: above it the scavenger
+		// gives pages back.
+		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + nonHeap(classes) + o.Headroom/2))
 	}
+}
+
+// nonHeap is the runtime's memory outside the heap's object, unused, free
+// and released classes: stacks and metadata.
+func nonHeap(classes []metrics.Sample) uint64 {
+	metrics.Read(classes)
+	for _, c := range classes {
+		if c.Value.Kind() != metrics.KindUint64 {
+			return 0 // a runtime without them
+		}
+	}
+	total := classes[0].Value.Uint64()
+	for _, c := range classes[1:] {
+		total -= min(total, c.Value.Uint64())
+	}
+	return total
 }
 
 // Percent is the GOGC that lets the heap grow by headroom beyond live, at
