@@ -115,7 +115,7 @@ func (s *Server) aclLoop() {
 		_, _, changed := s.userTable.Users()
 		st := s.acl()
 		for _, c := range s.clientList() {
-			if st.users[*c.userName.Load()] == nil {
+			if st.users[c.adm.pub.user.Load().Name] == nil {
 				c.nc.SetReadDeadline(time.Now()) // its loop ends at its next read
 			}
 		}

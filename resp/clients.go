@@ -102,9 +102,6 @@ func (s *session) publish() {
 		a.word = w
 		a.pub.word.Store(w)
 	}
-	if a.pub.user.Load() != s.user {
-		a.pub.user.Store(s.user)
-	}
 	if l := a.pub.lib.Load(); l == nil || l[0] != s.libName || l[1] != s.libVer {
 		a.pub.lib.Store(&[2]string{s.libName, s.libVer})
 	}
@@ -649,6 +646,9 @@ func (s *session) mayWrite(sp *spec) bool {
 // first, as Redis sends them before it blocks the client.
 func (s *session) pauseGate(sp *spec) {
 	p := &s.srv.adm.pause
+	if !p.maybe.Load() {
+		return // no pause: nothing to work out (mayWrite scans EXEC's queue)
+	}
 	for {
 		held, end, wake := p.holds(s.mayWrite(sp))
 		if !held {

@@ -33,16 +33,15 @@ type session struct {
 	db     uint8
 	authed bool
 	// user is who the client authenticated as (default before AUTH), as
-	// of the user table's version aclVer; userName is its name, for other
-	// goroutines (CLIENT LIST, closing a deleted user's connections).
-	user     *User
-	aclVer   uint64
-	userName atomic.Pointer[string]
-	name     atomic.Pointer[string]
-	libName  string
-	libVer   string
-	stale    bool // read consistency for this connection
-	closing  bool
+	// of the user table's version aclVer; adm.pub.user publishes it to
+	// other goroutines (CLIENT LIST, closing a deleted user's connections).
+	user    *User
+	aclVer  uint64
+	name    atomic.Pointer[string]
+	libName string
+	libVer  string
+	stale   bool // read consistency for this connection
+	closing bool
 
 	// MULTI state
 	multi bool
@@ -100,8 +99,7 @@ func (s *session) setDefaultAuth() {
 
 func (s *session) setUser(u *User, version uint64) {
 	s.user, s.aclVer = u, version
-	name := u.Name
-	s.userName.Store(&name)
+	s.adm.pub.user.Store(u)
 }
 
 // refreshUser picks up changes to the client's user; it reports false when

@@ -63,7 +63,9 @@ func (l *slowlog) push(s *session, args [][]byte, d time.Duration, maxLen int64)
 
 func (l *slowlog) trim(maxLen int64) {
 	if over := int64(len(l.entries)) - max(maxLen, 0); over > 0 {
-		l.entries = append(l.entries[:0], l.entries[over:]...)
+		// Dropped from the front: a full log does not move every entry per
+		// push; append copies the kept ones when it next grows.
+		l.entries = l.entries[over:]
 	}
 }
 
