@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
 )
 
 // The ACL command, as Redis 8's: every subcommand, with COMMAND INFO's
@@ -22,7 +23,7 @@ func init() {
 		"dryrun":  sub("dryrun", -4, cmdACLDryRun),
 		"genpass": sub("genpass", -2, cmdACLGenPass),
 		"getuser": sub("getuser", 3, cmdACLGetUser),
-		"help":    sub("help", 2, cmdACLHelp),
+		"help":    sub("help", 2, func(s *session, _ [][]byte) { writeHelp(&s.w, aclHelp) }),
 		"list":    sub("list", 2, cmdACLList),
 		"load":    sub("load", 2, cmdACLLoad),
 		"log":     sub("log", -2, cmdACLLog),
@@ -101,18 +102,9 @@ func cmdACLSetUser(s *session, a [][]byte) {
 			s.w.Error(err.Error())
 			return
 		}
-		c := setUserCmd(name, u.storedRules(), expect, !inTable)
-		if err := command.Validate(c); err != nil {
-			s.w.Error(wireError(err))
-			return
-		}
-		res, err := s.write([]*command.Cmd{c})
-		if err != nil {
-			s.w.Error(wireError(err))
-			return
-		}
-		if res[0].Err != nil {
-			s.w.Error(wireError(res[0].Err))
+		res, msg := s.writeUsers(setUserCmd(name, u.storedRules(), expect, !inTable))
+		if msg != "" {
+			s.w.Error(msg)
 			return
 		}
 		if res[0].Int == 1 {
@@ -121,6 +113,27 @@ func cmdACLSetUser(s *session, a [][]byte) {
 		}
 	}
 	s.w.Error("ERR the user was changed concurrently too often; try again")
+}
+
+// writeUsers proposes user table changes as one write, after the log's
+// contract (command.Validate), and returns their results, or the error to
+// answer: the first invalid command, the write's, or the first result's.
+func (s *session) writeUsers(cmds ...*command.Cmd) ([]keyspace.Result, string) {
+	for _, c := range cmds {
+		if err := command.Validate(c); err != nil {
+			return nil, wireError(err)
+		}
+	}
+	res, err := s.write(cmds)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return nil, wireError(r.Err)
+		}
+	}
+	return res, ""
 }
 
 func cmdACLDelUser(s *session, a [][]byte) {
@@ -134,18 +147,9 @@ func cmdACLDelUser(s *session, a [][]byte) {
 		s.w.Error("ERR this server keeps no ACL user table")
 		return
 	}
-	c := &command.Cmd{Op: command.ACLDelUser, Keys: a[2:]}
-	if err := command.Validate(c); err != nil {
-		s.w.Error(wireError(err))
-		return
-	}
-	res, err := s.write([]*command.Cmd{c})
-	if err != nil {
-		s.w.Error(wireError(err))
-		return
-	}
-	if res[0].Err != nil {
-		s.w.Error(wireError(res[0].Err))
+	res, msg := s.writeUsers(&command.Cmd{Op: command.ACLDelUser, Keys: a[2:]})
+	if msg != "" {
+		s.w.Error(msg)
 		return
 	}
 	s.w.Int(res[0].Int)
@@ -295,13 +299,6 @@ var aclHelp = []string{
 	"    Return the current connection username.",
 	"HELP",
 	"    Print this help.",
-}
-
-func cmdACLHelp(s *session, a [][]byte) {
-	s.w.Array(len(aclHelp))
-	for _, h := range aclHelp {
-		s.w.Simple(h)
-	}
 }
 
 // ---- ACL LOG ----

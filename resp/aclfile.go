@@ -124,20 +124,12 @@ func (s *session) loadACLFile() string {
 			expect, ok := st.stored[name]
 			cmds = append(cmds, setUserCmd(name, users[name].storedRules(), expect, !ok))
 		}
-		for _, c := range cmds {
-			if err := command.Validate(c); err != nil {
-				return wireError(err)
-			}
-		}
-		res, err := s.write(cmds)
-		if err != nil {
-			return wireError(err)
+		res, msg := s.writeUsers(cmds...)
+		if msg != "" {
+			return msg
 		}
 		done := true
 		for i, r := range res {
-			if r.Err != nil {
-				return wireError(r.Err)
-			}
 			done = done && (cmds[i].Op != command.ACLSetUser || r.Int == 1)
 		}
 		if done {

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,10 +98,7 @@ func (s *Server) buildACL(version uint64, stored map[string][]string) *aclState 
 	}
 	st.def = st.users[command.DefaultUser]
 	st.open = st.def.enabled && st.def.nopass
-	for name := range st.users {
-		st.names = append(st.names, name)
-	}
-	slices.Sort(st.names)
+	st.names = sortedKeys(st.users)
 	return st
 }
 

@@ -247,9 +247,4 @@ var commandHelp = []string{
 	"    Print this help.",
 }
 
-func cmdCommandHelp(s *session, a [][]byte) {
-	s.w.Array(len(commandHelp))
-	for _, h := range commandHelp {
-		s.w.Simple(h)
-	}
-}
+func cmdCommandHelp(s *session, a [][]byte) { writeHelp(&s.w, commandHelp) }
