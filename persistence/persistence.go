@@ -378,14 +378,7 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	for _, r := range recs {
 		t.set(append([]byte{'w'}, r.Name...), r.Data)
 	}
-	names := make([]string, 0, len(extra))
-	for name := range extra {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		t.set(append([]byte{'x'}, name...), extra[name])
-	}
+	t.setExtra(extra)
 	if t.err != nil {
 		err := t.err
 		t.Abort()
@@ -695,6 +688,12 @@ func (s *Store) RestoreBackup(r io.Reader, extra map[string][]byte) error {
 	if t.err == nil {
 		t.err = t.w.DeleteRange([]byte{'x'}, []byte{'y'})
 	}
+	t.setExtra(extra)
+	return t.Commit()
+}
+
+// setExtra writes the replicated metadata ("x" keys), in name order.
+func (t *Table) setExtra(extra map[string][]byte) {
 	names := make([]string, 0, len(extra))
 	for name := range extra {
 		names = append(names, name)
@@ -703,7 +702,6 @@ func (s *Store) RestoreBackup(r io.Reader, extra map[string][]byte) error {
 	for _, name := range names {
 		t.set(append([]byte{'x'}, name...), extra[name])
 	}
-	return t.Commit()
 }
 
 // pebbleLogger sends Pebble's messages to slog (debug and error levels),

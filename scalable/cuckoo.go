@@ -92,15 +92,22 @@ func NewCuckoo(p CuckooParams, maxBytes uint64) (*Cuckoo, error) {
 // subBuckets is the bucket count of sub-filter i: n0 × expansion^i, or 0 if
 // it does not fit the 32 bits RedisBloom stores it in.
 func (c *Cuckoo) subBuckets(i int) uint64 {
+	n, _ := c.bucketsBelow(i, 1<<32)
+	return n
+}
+
+// bucketsBelow is numBuckets × expansion^i, or 0 and false unless it is
+// below limit.
+func (c *Cuckoo) bucketsBelow(i int, limit uint64) (uint64, bool) {
 	g := math.Pow(float64(c.expansion), float64(i))
-	if g >= 1<<32 {
-		return 0
+	if g >= float64(limit) {
+		return 0, false
 	}
 	hi, lo := bits.Mul64(c.numBuckets, uint64(g))
-	if hi != 0 || lo > math.MaxUint32 {
-		return 0
+	if hi != 0 || lo >= limit {
+		return 0, false
 	}
-	return lo
+	return lo, true
 }
 
 func (c *Cuckoo) bytes() uint64 { return c.nbytes }
@@ -356,17 +363,7 @@ func decodeCuckooHeader(b []byte) (*Cuckoo, int, error) {
 // wideBuckets is the bucket count RedisBloom gives sub-filter i of a
 // loaded header, numBuckets × expansion^i in its 56-bit field; ok is false
 // past 2^56.
-func (c *Cuckoo) wideBuckets(i int) (uint64, bool) {
-	g := math.Pow(float64(c.expansion), float64(i))
-	if g >= 1<<56 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(c.numBuckets, uint64(g))
-	if hi != 0 || lo >= 1<<56 {
-		return 0, false
-	}
-	return lo, true
-}
+func (c *Cuckoo) wideBuckets(i int) (uint64, bool) { return c.bucketsBelow(i, 1<<56) }
 
 // CuckooHeaderBytes validates a CF dump header as CF.LOADCHUNK does and
 // returns the bytes its sub-filters would take, allocating nothing. Sub-

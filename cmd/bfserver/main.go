@@ -147,15 +147,11 @@ func parseFlags(args []string) (*config, error) {
 		return nil, err
 	}
 	if c.raftAddr == "" {
-		host, port, err := net.SplitHostPort(c.addr)
+		ra, err := defaultRaftAddr(c.addr, "addr")
 		if err != nil {
-			return nil, c.set.blame(fmt.Errorf("addr: %w", err))
+			return nil, c.set.blame(err)
 		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return nil, c.set.blame(fmt.Errorf("addr port: %w", err))
-		}
-		c.raftAddr = net.JoinHostPort(host, strconv.Itoa(p+10000))
+		c.raftAddr = ra
 	}
 	if c.advertise == "" {
 		c.advertise = c.addr
@@ -369,4 +365,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return int(status.Load())
+}
+
+// defaultRaftAddr is the Raft address a node takes unless told: its RESP
+// address's port + 10000. name is the setting's, for the error.
+func defaultRaftAddr(addr, name string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("%s port: %w", name, err)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+10000)), nil
 }

@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
 
 	"github.com/bfserver/bfserver/replication"
 )
@@ -36,15 +34,10 @@ func restore(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--from and --data-dir are required"))
 	}
 	if *raftAddr == "" {
-		host, port, err := net.SplitHostPort(*addr)
-		if err != nil {
-			return fail(fmt.Errorf("--addr: %w", err))
+		var err error
+		if *raftAddr, err = defaultRaftAddr(*addr, "--addr"); err != nil {
+			return fail(err)
 		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return fail(fmt.Errorf("--addr port: %w", err))
-		}
-		*raftAddr = net.JoinHostPort(host, strconv.Itoa(p+10000))
 	}
 	f, err := os.Open(*from)
 	if err != nil {
