@@ -232,6 +232,43 @@ func Skip(c *command.Cmd, r *Result) int {
 	return int(min(max(c.Count, 0), command.MaxItems))
 }
 
+// ApplyEntry applies one log entry's commands in order, each result into
+// out, as every backend must (the replicated state machine and memstore
+// share it, so tests of one are tests of the other): a transaction whose
+// WATCH failed is left out (Skip); ACL changes go to a copy of the user
+// table that users returns, made at the first of them and returned (nil
+// when none changed it); other, if set, takes the ops it reports handling
+// (cluster membership). Like Apply, one entry at a time.
+func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() command.Users, other func(*command.Cmd) bool) command.Users {
+	var next command.Users
+	for i := 0; i < len(cmds); i++ {
+		c := cmds[i]
+		// An entry holds hundreds of writes, mostly to a few big filters:
+		// start loading the bits of a later one now.
+		if j := i + PrefetchAhead; j < len(cmds) {
+			k.Prefetch(cmds[j])
+		}
+		switch {
+		case other != nil && other(c):
+		case c.Op == command.ACLSetUser || c.Op == command.ACLDelUser:
+			if command.Validate(c) != nil {
+				out[i] = Result{Err: ErrInvalidCommand}
+				continue
+			}
+			if next == nil {
+				next = users().Clone()
+			}
+			out[i] = Result{Int: next.Apply(c)}
+		default:
+			out[i] = k.Apply(c)
+			// A transaction whose WATCHed keys moved is left out, on
+			// every replica alike; its results stay empty.
+			i += min(Skip(c, &out[i]), len(cmds)-1-i)
+		}
+	}
+	return next
+}
+
 // Record is a piece of the keyspace's own state in the image, besides its
 // keys: the version tracking's header and the pages of missing keys'
 // stamps. persistence stores them by name.

@@ -40,25 +40,7 @@ func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]keyspace.Result, len(cmds))
-	var next command.Users
-	for i := 0; i < len(cmds); i++ {
-		c := cmds[i]
-		switch c.Op {
-		case command.ACLSetUser, command.ACLDelUser:
-			if command.Validate(c) != nil {
-				out[i] = keyspace.Result{Err: keyspace.ErrInvalidCommand}
-				continue
-			}
-			if next == nil {
-				next = s.users.Load().users.Clone()
-			}
-			out[i] = keyspace.Result{Int: next.Apply(c)}
-		default:
-			out[i] = s.ks.Apply(c)
-			// A transaction whose WATCHed keys moved is left out.
-			i += min(keyspace.Skip(c, &out[i]), len(cmds)-1-i)
-		}
-	}
+	next := s.ks.ApplyEntry(cmds, out, func() command.Users { return s.users.Load().users }, nil)
 	if next != nil {
 		old := s.users.Load()
 		s.users.Store(&usersAt{version: old.version + 1, users: next, changed: make(chan struct{})})

@@ -251,35 +251,17 @@ func (f *fsm) apply(l *raft.Log) any {
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
-	var users command.Users // the user table this entry changes, if any
-	for i := 0; i < len(cmds); i++ {
-		c := cmds[i]
-		// A log entry holds hundreds of writes, mostly to a few big
-		// filters: start loading the bits of a later one now.
-		if j := i + keyspace.PrefetchAhead; j < len(cmds) {
-			ks.Prefetch(cmds[j])
-		}
+	users := ks.ApplyEntry(cmds, out, func() command.Users { return f.users.Load().users }, func(c *command.Cmd) bool {
 		switch c.Op {
 		case command.SetMember:
 			f.members[string(c.Key)] = string(c.Data)
 		case command.DelMember:
 			delete(f.members, string(c.Key))
-		case command.ACLSetUser, command.ACLDelUser:
-			if command.Validate(c) != nil {
-				out[i] = keyspace.Result{Err: keyspace.ErrInvalidCommand}
-				continue
-			}
-			if users == nil {
-				users = f.users.Load().users.Clone()
-			}
-			out[i] = keyspace.Result{Int: users.Apply(c)}
 		default:
-			out[i] = ks.Apply(c)
-			// A transaction whose WATCHed keys moved is left out, on
-			// every replica alike; its results stay empty.
-			i += min(keyspace.Skip(c, &out[i]), len(cmds)-1-i)
+			return false
 		}
-	}
+		return true
+	})
 	if users != nil {
 		f.setUsers(users)
 	}
