@@ -523,14 +523,6 @@ func registerAdmin() {
 	registerPersist()
 }
 
-// catsOf is a command's ACL categories as Redis declares them.
-func catsOf(full string) []string {
-	if in := infoTable[full]; in != nil {
-		return in.cats
-	}
-	return nil
-}
-
 // setLastCmd publishes the command being run (CLIENT LIST's cmd=).
 func (s *session) setLastCmd(sp *spec) {
 	if sp != s.adm.lastCmd {

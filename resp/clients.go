@@ -271,25 +271,25 @@ func registerClient() {
 		s.publish()
 		s.w.Verbatim(s.clientLine(true) + "\n")
 	}
-	cl["list"].run, cl["list"].cats = cmdClientList, catsOf("client|list")
-	cl["kill"] = &spec{name: "kill", cats: catsOf("client|kill"), arity: -3, run: cmdClientKill}
+	cl["list"].run = cmdClientList
+	cl["kill"] = &spec{name: "kill", arity: -3, run: cmdClientKill}
 	cl["no-evict"].run = func(s *session, a [][]byte) { cmdClientOnOff(s, a, &s.adm.noEvict) }
 	cl["no-touch"].run = func(s *session, a [][]byte) { cmdClientOnOff(s, a, &s.adm.noTouch) }
-	cl["pause"] = &spec{name: "pause", cats: catsOf("client|pause"), arity: -3, run: cmdClientPause}
-	cl["unpause"] = &spec{name: "unpause", cats: catsOf("client|unpause"), arity: 2, run: func(s *session, a [][]byte) {
+	cl["pause"] = &spec{name: "pause", arity: -3, run: cmdClientPause}
+	cl["unpause"] = &spec{name: "unpause", arity: 2, run: func(s *session, a [][]byte) {
 		s.srv.adm.pause.unpause()
 		s.w.Simple("OK")
 	}}
 	cl["reply"].run = cmdClientReply
-	cl["getredir"] = &spec{name: "getredir", cats: catsOf("client|getredir"), arity: 2, run: func(s *session, a [][]byte) { s.w.Int(-1) }}
-	cl["trackinginfo"] = &spec{name: "trackinginfo", cats: catsOf("client|trackinginfo"), arity: 2, run: cmdClientTrackingInfo}
-	cl["caching"] = &spec{name: "caching", cats: catsOf("client|caching"), arity: 3, run: func(s *session, a [][]byte) {
+	cl["getredir"] = &spec{name: "getredir", arity: 2, run: func(s *session, a [][]byte) { s.w.Int(-1) }}
+	cl["trackinginfo"] = &spec{name: "trackinginfo", arity: 2, run: cmdClientTrackingInfo}
+	cl["caching"] = &spec{name: "caching", arity: 3, run: func(s *session, a [][]byte) {
 		s.w.Error("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
 	}}
-	cl["tracking"] = &spec{name: "tracking", cats: catsOf("client|tracking"), arity: -3, run: func(s *session, a [][]byte) {
+	cl["tracking"] = &spec{name: "tracking", arity: -3, run: func(s *session, a [][]byte) {
 		s.w.Error("ERR bfserver does not support client-side caching (CLIENT TRACKING)")
 	}}
-	cl["unblock"] = &spec{name: "unblock", cats: catsOf("client|unblock"), arity: -3, run: cmdClientUnblock}
+	cl["unblock"] = &spec{name: "unblock", arity: -3, run: cmdClientUnblock}
 	cl["help"].run = func(s *session, a [][]byte) { writeHelp(&s.w, clientHelp) }
 }
 

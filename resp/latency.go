@@ -63,13 +63,13 @@ func (ts *latencySeries) ordered() []latencySample {
 
 func registerLatency() {
 	conn("latency", -2, nil, nil, nil).subs = map[string]*spec{
-		"latest":    {name: "latest", arity: 2, cats: catsOf("latency|latest"), run: cmdLatencyLatest},
-		"history":   {name: "history", arity: 3, cats: catsOf("latency|history"), run: cmdLatencyHistory},
-		"reset":     {name: "reset", arity: -2, cats: catsOf("latency|reset"), run: cmdLatencyReset},
-		"doctor":    {name: "doctor", arity: 2, cats: catsOf("latency|doctor"), run: cmdLatencyDoctor},
-		"graph":     {name: "graph", arity: 3, cats: catsOf("latency|graph"), run: cmdLatencyGraph},
-		"histogram": {name: "histogram", arity: -2, cats: catsOf("latency|histogram"), run: cmdLatencyHistogram},
-		"help":      {name: "help", arity: 2, cats: catsOf("latency|help"), run: func(s *session, a [][]byte) { writeHelp(&s.w, latencyHelp) }},
+		"latest":    {name: "latest", arity: 2, run: cmdLatencyLatest},
+		"history":   {name: "history", arity: 3, run: cmdLatencyHistory},
+		"reset":     {name: "reset", arity: -2, run: cmdLatencyReset},
+		"doctor":    {name: "doctor", arity: 2, run: cmdLatencyDoctor},
+		"graph":     {name: "graph", arity: 3, run: cmdLatencyGraph},
+		"histogram": {name: "histogram", arity: -2, run: cmdLatencyHistogram},
+		"help":      {name: "help", arity: 2, run: func(s *session, a [][]byte) { writeHelp(&s.w, latencyHelp) }},
 	}
 }
 

@@ -184,7 +184,7 @@ func (o *monitorOut) run() {
 }
 
 func registerMonitor() {
-	conn("monitor", 1, nil, catsOf("monitor"), cmdMonitor)
+	conn("monitor", 1, nil, nil, cmdMonitor)
 }
 
 // cmdMonitor turns the connection into a monitor. Its +OK and every reply

@@ -77,13 +77,13 @@ func (s *Server) lastSave() time.Time {
 }
 
 func registerPersist() {
-	conn("save", 1, nil, catsOf("save"), cmdSave)
-	conn("bgsave", -1, nil, catsOf("bgsave"), cmdBgsave)
-	conn("lastsave", 1, nil, catsOf("lastsave"), func(s *session, a [][]byte) {
+	conn("save", 1, nil, nil, cmdSave)
+	conn("bgsave", -1, nil, nil, cmdBgsave)
+	conn("lastsave", 1, nil, nil, func(s *session, a [][]byte) {
 		s.w.Int(s.srv.lastSave().Unix())
 	})
-	conn("shutdown", -1, nil, catsOf("shutdown"), cmdShutdown)
-	conn("debug", -2, nil, catsOf("debug"), cmdDebug)
+	conn("shutdown", -1, nil, nil, cmdShutdown)
+	conn("debug", -2, nil, nil, cmdDebug)
 }
 
 func cmdSave(s *session, a [][]byte) {

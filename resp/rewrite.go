@@ -15,12 +15,12 @@ import (
 func registerConfig() {
 	c := commands["config"].subs
 	c["set"].run = cmdConfigSet
-	c["resetstat"] = &spec{name: "resetstat", arity: 2, cats: catsOf("config|resetstat"), run: func(s *session, a [][]byte) {
+	c["resetstat"] = &spec{name: "resetstat", arity: 2, run: func(s *session, a [][]byte) {
 		s.srv.resetStats()
 		s.w.Simple("OK")
 	}}
-	c["rewrite"] = &spec{name: "rewrite", arity: 2, cats: catsOf("config|rewrite"), run: cmdConfigRewrite}
-	c["help"] = &spec{name: "help", arity: 2, cats: catsOf("config|help"), run: func(s *session, a [][]byte) { writeHelp(&s.w, configHelp) }}
+	c["rewrite"] = &spec{name: "rewrite", arity: 2, run: cmdConfigRewrite}
+	c["help"] = &spec{name: "help", arity: 2, run: func(s *session, a [][]byte) { writeHelp(&s.w, configHelp) }}
 }
 
 func cmdConfigSet(s *session, a [][]byte) {

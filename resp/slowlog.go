@@ -116,10 +116,10 @@ func redacted(args [][]byte) func(i int) bool {
 
 func registerSlowlog() {
 	conn("slowlog", -2, nil, nil, nil).subs = map[string]*spec{
-		"get":   {name: "get", arity: -2, cats: catsOf("slowlog|get"), run: cmdSlowlogGet},
-		"len":   {name: "len", arity: 2, cats: catsOf("slowlog|len"), run: func(s *session, a [][]byte) { s.w.Int(s.srv.adm.slowlog.len()) }},
-		"reset": {name: "reset", arity: 2, cats: catsOf("slowlog|reset"), run: func(s *session, a [][]byte) { s.srv.adm.slowlog.reset(); s.w.Simple("OK") }},
-		"help":  {name: "help", arity: 2, cats: catsOf("slowlog|help"), run: func(s *session, a [][]byte) { writeHelp(&s.w, slowlogHelp) }},
+		"get":   {name: "get", arity: -2, run: cmdSlowlogGet},
+		"len":   {name: "len", arity: 2, run: func(s *session, a [][]byte) { s.w.Int(s.srv.adm.slowlog.len()) }},
+		"reset": {name: "reset", arity: 2, run: func(s *session, a [][]byte) { s.srv.adm.slowlog.reset(); s.w.Simple("OK") }},
+		"help":  {name: "help", arity: 2, run: func(s *session, a [][]byte) { writeHelp(&s.w, slowlogHelp) }},
 	}
 }
 
