@@ -109,13 +109,10 @@ type serverAdmin struct {
 	cfgMu   sync.Mutex
 	changed map[string]bool
 
-	netIn    atomic.Int64
-	netOut   atomic.Int64
-	reads    atomic.Int64
-	writes   atomic.Int64
-	qbufDrop atomic.Int64 // clients closed over client-query-buffer-limit
-	obufDrop atomic.Int64 // MONITOR clients closed over their output limit
-	hits     atomic.Int64 // of the connections that closed
+	io       [ioCounts]atomic.Int64 // of the connections that closed
+	qbufDrop atomic.Int64           // clients closed over client-query-buffer-limit
+	obufDrop atomic.Int64           // MONITOR clients closed over their output limit
+	hits     atomic.Int64           // of the connections that closed
 	misses   atomic.Int64
 	expired  atomic.Int64
 	errors   atomic.Int64 // total_error_replies
@@ -456,8 +453,8 @@ func (s *session) sendOut() error {
 	} else {
 		_, err = s.nc.Write(s.w.buf[:n])
 	}
-	s.srv.adm.netOut.Add(int64(n))
-	s.srv.adm.writes.Add(1)
+	s.adm.pub.io[ioNetOut].Add(int64(n))
+	s.adm.pub.io[ioWrites].Add(1)
 	rest := copy(s.w.buf, s.w.buf[n:])
 	s.w.buf = s.w.buf[:rest]
 	return err
@@ -466,10 +463,9 @@ func (s *session) sendOut() error {
 // noteRead counts n bytes read into a query buffer now holding size bytes
 // of cap; the batch's commands start now.
 func (s *session) noteRead(n, size, cap int) {
-	a := &s.srv.adm
-	a.netIn.Add(int64(n))
-	a.reads.Add(1)
 	p := &s.adm.pub
+	p.io[ioNetIn].Add(int64(n))
+	p.io[ioReads].Add(1)
 	s.adm.t0 = time.Now()
 	p.lastIO.Store(s.adm.t0.UnixNano())
 	p.qbuf.Store(int64(size))
@@ -537,6 +533,31 @@ func (s *session) finish() {
 	s.endMonitor()
 	s.srv.adm.hits.Add(s.adm.pub.hits.Load())
 	s.srv.adm.misses.Add(s.adm.pub.misses.Load())
+}
+
+// foldIO adds the session's I/O counters to the server's; under the
+// server's mu, with the session's removal, so that ioTotals counts them
+// once.
+func (s *session) foldIO() {
+	for i := range s.adm.pub.io {
+		s.srv.adm.io[i].Add(s.adm.pub.io[i].Load())
+	}
+}
+
+// ioTotals is the I/O counters (ioNetIn…): the closed connections' and
+// the open ones'.
+func (s *Server) ioTotals() (t [ioCounts]int64) {
+	for i := range t {
+		t[i] = s.adm.io[i].Load()
+	}
+	s.mu.Lock() // INFO's sampler asks ten times a second: no copy of the list
+	defer s.mu.Unlock()
+	for _, c := range s.clients {
+		for i := range t {
+			t[i] += c.adm.pub.io[i].Load()
+		}
+	}
+	return t
 }
 
 // lookups is keyspace_hits and keyspace_misses: the closed connections'

@@ -33,7 +33,20 @@ type clientPub struct {
 	// keyspace_hits and _misses of this connection, added to the server's
 	// when it closes: counting them here costs the owner an uncontended add
 	hits, misses atomic.Int64
+	// io counts this connection's reads and writes and their bytes, the
+	// same way (ioNetIn…).
+	io [ioCounts]atomic.Int64
 }
+
+// The connection's I/O counters, INFO stats' total_net_input_bytes,
+// total_net_output_bytes, total_reads_processed and total_writes_processed.
+const (
+	ioNetIn = iota
+	ioNetOut
+	ioReads
+	ioWrites
+	ioCounts
+)
 
 // Client flags, as CLIENT LIST prints them.
 const (

@@ -501,8 +501,9 @@ func (s *Server) infoStats(b *infoBuilder) {
 	b.kv("total_connections_received", s.stats.connections.Load()-a.connBase.Load())
 	b.kv("total_commands_processed", s.processed())
 	b.kv("instantaneous_ops_per_sec", int64(ops+0.5))
-	b.kv("total_net_input_bytes", a.netIn.Load())
-	b.kv("total_net_output_bytes", a.netOut.Load())
+	io := s.ioTotals()
+	b.kv("total_net_input_bytes", io[ioNetIn])
+	b.kv("total_net_output_bytes", io[ioNetOut])
 	b.kv("total_net_repl_input_bytes", 0)
 	b.kv("total_net_repl_output_bytes", 0)
 	b.kv("instantaneous_input_kbps", fmt.Sprintf("%.2f", in/1024))
@@ -545,8 +546,8 @@ func (s *Server) infoStats(b *infoBuilder) {
 	b.kv("unexpected_error_replies", 0)
 	b.kv("total_error_replies", a.errors.Load())
 	b.kv("dump_payload_sanitizations", 0)
-	b.kv("total_reads_processed", a.reads.Load())
-	b.kv("total_writes_processed", a.writes.Load())
+	b.kv("total_reads_processed", io[ioReads])
+	b.kv("total_writes_processed", io[ioWrites])
 	b.kv("io_threaded_reads_processed", 0)
 	b.kv("io_threaded_writes_processed", 0)
 	b.kv("client_query_buffer_limit_disconnections", a.qbufDrop.Load())
@@ -700,7 +701,8 @@ func (s *Server) sampleLoop() {
 			return
 		case now := <-t.C:
 			a := &s.adm
-			a.inst.tick(now, [3]int64{s.processed(), a.netIn.Load(), a.netOut.Load()})
+			io := s.ioTotals()
+			a.inst.tick(now, [3]int64{s.processed(), io[ioNetIn], io[ioNetOut]})
 			s.notePeak(readMem().heap)
 		}
 	}

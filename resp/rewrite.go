@@ -46,9 +46,14 @@ func (s *Server) resetStats() {
 	for _, c := range s.clientList() {
 		c.adm.pub.hits.Store(0)
 		c.adm.pub.misses.Store(0)
+		for i := range c.adm.pub.io {
+			c.adm.pub.io[i].Store(0)
+		}
 	}
-	for _, c := range []*atomic.Int64{&a.netIn, &a.netOut, &a.reads, &a.writes,
-		&a.qbufDrop, &a.obufDrop, &a.hits, &a.misses, &a.expired, &a.errors,
+	for i := range a.io {
+		a.io[i].Store(0)
+	}
+	for _, c := range []*atomic.Int64{&a.qbufDrop, &a.obufDrop, &a.hits, &a.misses, &a.expired, &a.errors,
 		&a.denied[0], &a.denied[1], &a.denied[2], &a.denied[3]} {
 		c.Store(0)
 	}

@@ -363,6 +363,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer func() {
 		sess.finish()
 		s.mu.Lock()
+		sess.foldIO()
 		delete(s.clients, sess.id)
 		s.mu.Unlock()
 	}()
