@@ -44,6 +44,15 @@ const (
 	// in the transaction. When a version moved, none of them is applied.
 	// A Watch with no keys turns version tracking on (see keyspace).
 	Watch Op = 23
+	// Level 3.
+	// A piece of a LOADCHUNK too large for one log entry (see Pieces):
+	// Iter and Data are the piece's own, as a LOADCHUNK of its own would
+	// carry them, and Count is the length of what is left of the chunk
+	// from this piece's first byte on. Apply refuses a piece whenever
+	// LOADCHUNK would refuse that rest, so the first piece is refused
+	// exactly when the whole chunk would be.
+	BFLoadPart Op = 24
+	CFLoadPart Op = 25
 )
 
 // Read operations: answered from local state, or inside EXEC.
@@ -97,7 +106,7 @@ type Cmd struct {
 	Items [][]byte // filter items
 	Data  []byte   // LOADCHUNK data, SET value, RESTORE payload, KEYS/SCAN pattern
 	Iter  int64    // SCANDUMP/LOADCHUNK iterator, SCAN cursor, TTL in ms
-	Count int64    // SCAN COUNT
+	Count int64    // SCAN COUNT; the rest of the chunk (BFLoadPart, CFLoadPart)
 
 	Multi      bool // reply is an array (MADD, MEXISTS, INSERT)
 	NX         bool // ADDNX/INSERTNX, RENAMENX, RESTORE without REPLACE inverted

@@ -41,7 +41,7 @@ const (
 // that introduced it; an entry whose commands need a higher level names it
 // in its header, so a node that is too old stops before applying it and
 // says what it needs, instead of applying part of it.
-const Level = 2
+const Level = 3
 
 // opLevel is the level of each op; 0: not known to this build. An array,
 // not a map: Validate runs for every command, in Apply too.
@@ -56,6 +56,9 @@ var opLevel = [256]uint8{
 
 	// Level 2.
 	Watch: 2,
+
+	// Level 3.
+	BFLoadPart: 3, CFLoadPart: 3,
 }
 
 // Known reports whether this build knows the op.
@@ -147,6 +150,13 @@ func Validate(c *Cmd) error {
 	case Expire:
 		if c.Field > CondLT {
 			return invalid(c, "expire condition %d unknown", c.Field)
+		}
+	case BFLoadPart, CFLoadPart:
+		if len(c.Data) == 0 || c.Count < int64(len(c.Data)) || c.Count > MaxArgBytes {
+			return invalid(c, "a piece of %d bytes of a rest of %d", len(c.Data), c.Count)
+		}
+		if c.Iter < 1 || c.Iter > math.MaxInt64-c.Count {
+			return invalid(c, "piece iterator %d out of range", c.Iter)
 		}
 	case Restore:
 		if c.Iter < 0 {

@@ -211,3 +211,105 @@ func TestLargeSnapshotInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeLoadChunk: a Bloom and a Cuckoo filter of about 3.6 MB each
+// copied with SCANDUMP/LOADCHUNK through a follower, each data chunk in a
+// pipeline between two other writes. A chunk that large goes to the log
+// as 1 MiB pieces (command.Pieces); the replies come in order, every node
+// ends with the source's digest and answers 1 for every item, and a chunk
+// that runs past its filter's end is refused and changes nothing.
+func TestLargeLoadChunk(t *testing.T) {
+	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
+	leader := leaderOf(t, nodes)
+	fc := without(nodes, leader)[0].client(2)
+	type kind struct{ prefix, reserve, add string }
+	for _, k := range []kind{
+		{"BF", "BF.RESERVE src 0.01 3000000 NONSCALING", "BF.MADD"},
+		{"CF", "CF.RESERVE src 3000000 BUCKETSIZE 2 EXPANSION 1", "CF.INSERT"},
+	} {
+		t.Run(k.prefix, func(t *testing.T) {
+			c := ctx(t)
+			var reserve []any
+			for _, w := range strings.Fields(k.reserve) {
+				reserve = append(reserve, w)
+			}
+			if err := fc.Do(c, reserve...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			items := make([]any, 0, 20000)
+			for i := range 20000 {
+				items = append(items, fmt.Sprintf("item:%d", i))
+			}
+			args := []any{k.add, "src"}
+			if k.prefix == "CF" {
+				args = append(args, "ITEMS")
+			}
+			if err := fc.Do(c, append(args, items...)...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var chunks [][2]any
+			big, largest := 0, 0
+			for it := int64(0); ; {
+				res, err := fc.Do(c, k.prefix+".SCANDUMP", "src", it).Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if it = res[0].(int64); it == 0 {
+					break
+				}
+				data := res[1].(string)
+				if len(data) > big {
+					big, largest = len(data), len(chunks)
+				}
+				chunks = append(chunks, [2]any{it, data})
+			}
+			if big <= 2<<20 {
+				t.Fatalf("the largest chunk is %d bytes; the test needs one over 2 MiB", big)
+			}
+			for i, ch := range chunks {
+				p := fc.Pipeline()
+				before := p.Do(c, "SET", "marker", fmt.Sprint("before ", i))
+				load := p.Do(c, k.prefix+".LOADCHUNK", "dst", ch[0], ch[1])
+				after := p.Do(c, "SET", "marker", fmt.Sprint("after ", i))
+				if _, err := p.Exec(c); err != nil {
+					t.Fatalf("chunk %d: %v", i, err)
+				}
+				for _, r := range []*redis.Cmd{before, load, after} {
+					if s, err := r.Text(); err != nil || s != "OK" {
+						t.Fatalf("chunk %d: %v answered %q, %v", i, r.Args(), s, err)
+					}
+				}
+				if s := fc.Get(c, "marker").Val(); s != fmt.Sprint("after ", i) {
+					t.Fatalf("chunk %d: marker %q: the pipeline's writes were reordered", i, s)
+				}
+			}
+			want := fc.Do(c, "BF.DIGEST", "src").Val()
+			// Past the end: the largest chunk moved by a mebibyte, which
+			// its first piece alone would not be.
+			ch := chunks[largest]
+			err := fc.Do(c, k.prefix+".LOADCHUNK", "dst", ch[0].(int64)+1<<20, ch[1]).Err()
+			if err == nil {
+				t.Fatal("a chunk past the filter's end was accepted")
+			}
+			t.Logf("past the end: %v", err)
+			for _, n := range nodes {
+				nc := n.client(2)
+				waitFor(t, 30*time.Second, "the source's digest on "+n.addr, func() bool {
+					return nc.Do(c, "BF.DIGEST", "dst").Val() == want
+				})
+				res, err := nc.Do(c, append([]any{k.prefix + ".MEXISTS", "dst"}, items...)...).Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range res {
+					if v != int64(1) {
+						t.Fatalf("node %s: %v answers %v", n.addr, items[j], v)
+					}
+				}
+			}
+			if err := fc.Del(c, "src", "dst").Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -57,7 +57,7 @@ func cmdFrom(b []byte) *command.Cmd {
 		command.Expire, command.Persist, command.FlushDB, command.FlushAll, command.Set, command.Restore,
 		command.ExpireDue, command.Copy, command.SetMember, command.BFExists, command.BFInfo,
 		command.BFScanDump, command.CFScanDump, command.CFCount, command.Scan, command.Dump, command.Digest,
-		command.MemUsage, command.Watch, command.Op(next())}
+		command.MemUsage, command.Watch, command.BFLoadPart, command.CFLoadPart, command.Op(next())}
 	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
 	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
 	c.Data = make([]byte, next()*next()%300)
@@ -111,7 +111,7 @@ func FuzzApply(f *testing.F) {
 		k.TrackChanges()
 		for _, c := range cmds {
 			c.MaxBytes = min(c.MaxBytes, fuzzCap)
-			if c.Op == command.Restore || c.Op == command.BFLoadChunk || c.Op == command.CFLoadChunk {
+			if c.Op == command.Restore || c.Op == command.BFLoadChunk || c.Op == command.CFLoadChunk || c.Op == command.BFLoadPart || c.Op == command.CFLoadPart {
 				c.MaxBytes = min(c.MaxBytes, 1<<12)
 			}
 			before := digestAll(k)

@@ -139,9 +139,11 @@ func b2i(b bool) int64 {
 	return 0
 }
 
+// bfLoadChunk applies BF.LOADCHUNK, and the pieces of one split for the
+// log (command.Pieces), which never carry a header.
 func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 	v, err := k.lookupKind(c, KindBloom)
-	if v == nil && err == nil && c.Iter == 1 {
+	if v == nil && err == nil && c.Iter == 1 && c.Op == command.BFLoadChunk {
 		ch, err := scalable.ParseChainHeader(c.Data, c.MaxBytes)
 		if err != nil {
 			return Result{Err: mapScalable(err)}
@@ -155,7 +157,7 @@ func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 	if v == nil {
 		return Result{Err: ErrNotFound}
 	}
-	if err := v.Bloom.LoadChunk(c.Iter, c.Data); err != nil {
+	if err := v.Bloom.LoadPart(c.Iter, c.Data, rest(c)); err != nil {
 		return Result{Err: mapScalable(err)}
 	}
 	k.changed(c.DB, c.Key)
@@ -270,9 +272,10 @@ func (k *Keyspace) cuckooChanged(c *command.Cmd, v *Value, before uint64) {
 	}
 }
 
+// cfLoadChunk applies CF.LOADCHUNK and its pieces, as bfLoadChunk.
 func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
 	v, err := k.lookupKind(c, KindCuckoo)
-	if c.Iter == 1 {
+	if c.Iter == 1 && c.Op == command.CFLoadChunk {
 		if err != nil {
 			return Result{Err: err}
 		}
@@ -295,9 +298,18 @@ func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
 	if v == nil {
 		return Result{Err: ErrNotFound}
 	}
-	if err := v.Cuckoo.LoadChunk(c.Iter, c.Data); err != nil {
+	if err := v.Cuckoo.LoadPart(c.Iter, c.Data, rest(c)); err != nil {
 		return Result{Err: ErrCantLoad}
 	}
 	k.changed(c.DB, c.Key)
 	return Result{}
+}
+
+// rest is the length of the chunk a LOADCHUNK or a piece of one is
+// checked as: its own data, or for a piece what is left of its chunk.
+func rest(c *command.Cmd) int64 {
+	if c.Op == command.BFLoadPart || c.Op == command.CFLoadPart {
+		return c.Count
+	}
+	return int64(len(c.Data))
 }

@@ -308,7 +308,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return k.bfReserve(c)
 	case command.BFAdd:
 		return k.bfAdd(c)
-	case command.BFLoadChunk:
+	case command.BFLoadChunk, command.BFLoadPart:
 		return k.bfLoadChunk(c)
 	case command.CFReserve:
 		return k.cfReserve(c)
@@ -318,7 +318,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return k.cfDel(c)
 	case command.CFCompact:
 		return k.cfCompact(c)
-	case command.CFLoadChunk:
+	case command.CFLoadChunk, command.CFLoadPart:
 		return k.cfLoadChunk(c)
 	case command.Del:
 		n := 0

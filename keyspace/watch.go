@@ -139,7 +139,8 @@ func (w *watchState) tick() uint64 {
 func opensKey(op command.Op) bool {
 	switch op {
 	case command.BFReserve, command.BFAdd, command.BFLoadChunk, command.CFReserve,
-		command.CFAdd, command.CFDel, command.CFCompact, command.CFLoadChunk:
+		command.CFAdd, command.CFDel, command.CFCompact, command.CFLoadChunk,
+		command.BFLoadPart, command.CFLoadPart:
 		return true
 	}
 	return false

@@ -481,11 +481,11 @@ func (s *session) flushPending() {
 	s.pauseGate(nil) // CLIENT PAUSE holds writes before they reach the log
 	cmds, specs := s.pending, s.pendSpec
 	start := time.Now()
-	res, err := s.write(cmds)
+	res, err := s.writePieces(cmds)
 	took := time.Since(start) // each took the batch's time through the log
 	for i, c := range cmds {
 		from := len(s.w.buf)
-		if err != nil {
+		if res == nil {
 			s.w.Error(wireError(err))
 		} else {
 			s.renderResult(specs[i], c, &res[i])
@@ -514,6 +514,55 @@ func (s *session) flushPending() {
 func (s *session) write(cmds []*command.Cmd) ([]keyspace.Result, error) {
 	defer s.releaseNeed()
 	return s.srv.backend.Write(s.srv.ctx, cmds)
+}
+
+// writePieces writes a batch as write does, but a large LOADCHUNK in it
+// as its pieces (command.Pieces), each through the log on its own, and the
+// commands before and after it as batches of their own. res is nil when
+// nothing was written (err says why); otherwise each command has its
+// result, and err is the first error that left later commands unwritten
+// (they carry it as their result).
+func (s *session) writePieces(cmds []*command.Cmd) (res []keyspace.Result, err error) {
+	i := slices.IndexFunc(cmds, command.Splits)
+	if i < 0 {
+		return s.write(cmds)
+	}
+	res = make([]keyspace.Result, 0, len(cmds))
+	fail := func(e error) ([]keyspace.Result, error) {
+		if len(res) == 0 {
+			return nil, e
+		}
+		for len(res) < len(cmds) {
+			res = append(res, keyspace.Result{Err: e})
+		}
+		return res, e
+	}
+	if i > 0 {
+		r, err := s.write(cmds[:i])
+		if err != nil {
+			return fail(err)
+		}
+		res = append(res, r...)
+	}
+	var r keyspace.Result
+	for _, p := range command.Pieces(cmds[i]) {
+		out, err := s.write([]*command.Cmd{&p})
+		if err != nil {
+			return fail(err)
+		}
+		if r = out[0]; r.Err != nil {
+			break // the chunk's error, as LOADCHUNK would give it
+		}
+	}
+	res = append(res, r)
+	if rest := cmds[i+1:]; len(rest) > 0 {
+		r, err := s.writePieces(rest)
+		if r == nil {
+			return fail(err)
+		}
+		return append(res, r...), err
+	}
+	return res, nil
 }
 
 // releaseNeed stops counting the prepared RESERVEs against the memory

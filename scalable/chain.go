@@ -389,14 +389,22 @@ func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 // LoadChunk writes a dump chunk that SCANDUMP returned with iterator pos
 // (SBChain_LoadEncodedChunk): the chunk starts at pos − len(data).
 func (c *Chain) LoadChunk(pos int64, data []byte) error {
-	if pos <= 0 || uint64(pos) < uint64(len(data)) {
+	return c.LoadPart(pos, data, int64(len(data)))
+}
+
+// LoadPart writes data, as LoadChunk(pos, data) would, if LoadChunk would
+// accept a chunk of rest bytes (at least len(data)) starting where data
+// does: the first piece of a chunk split for the log is refused exactly
+// when the chunk would be (command.BFLoadPart).
+func (c *Chain) LoadPart(pos int64, data []byte, rest int64) error {
+	if pos <= 0 || uint64(pos) < uint64(len(data)) || rest < int64(len(data)) {
 		return ErrBadChunk
 	}
 	l, off := c.linkAt(pos - int64(len(data)))
 	if l == nil {
 		return ErrNoLink
 	}
-	if uint64(len(data)) > l.BloomParams.Bytes-off {
+	if uint64(rest) > l.BloomParams.Bytes-off {
 		return ErrChunkTooBig
 	}
 	l.WriteBytes(data, off)

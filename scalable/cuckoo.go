@@ -417,7 +417,14 @@ func ParseCuckooHeader(b []byte, maxBytes uint64) (*Cuckoo, error) {
 // LoadChunk writes a chunk that SCANDUMP returned with iterator pos: it
 // starts at pos − len(data) − 1 and must lie inside one sub-filter.
 func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
-	if len(data) == 0 || pos < 1 {
+	return c.LoadPart(pos, data, int64(len(data)))
+}
+
+// LoadPart writes data, as LoadChunk(pos, data) would, if LoadChunk would
+// accept a chunk of rest bytes (at least len(data)) starting where data
+// does (command.CFLoadPart).
+func (c *Cuckoo) LoadPart(pos int64, data []byte, rest int64) error {
+	if len(data) == 0 || pos < 1 || rest < int64(len(data)) {
 		return ErrBadCuckooChunk
 	}
 	off := pos - int64(len(data)) - 1
@@ -432,7 +439,7 @@ func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
 			off -= size
 			continue
 		}
-		if int64(len(data)) > size-off {
+		if rest > size-off {
 			return ErrBadCuckooChunk
 		}
 		t.Write(int(off), data)
