@@ -54,7 +54,10 @@ type fsm struct {
 	// snapshots by bytes as well as by entries (see Node.snapshotDue).
 	logged    atomic.Uint64
 	lastEntry atomic.Int64
-	members   map[string]string // node id → RESP address; under mu
+	// entries counts the entries applied since the latest snapshot, as
+	// logged their bytes.
+	entries atomic.Uint64
+	members map[string]string // node id → RESP address; under mu
 	// voters are the voters of the latest membership applied (ids), kept
 	// in the image with the state: a restarting node learns from it whether
 	// it is the only voter before Raft starts. Under mu.
@@ -217,6 +220,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		// Counted here, as Raft hands each entry over, and not in
 		// replayTail's early apply of the same entries.
 		f.logged.Add(uint64(len(l.Data)))
+		f.entries.Add(1)
 		f.lastEntry.Store(time.Now().UnixNano())
 	}
 	return f.apply(l)
@@ -472,7 +476,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		f.flushMu.Unlock()
 		return nil, err
 	}
-	return &snapshot{f: f, table: t, cut: cut, logged: f.logged.Load()}, nil
+	return &snapshot{f: f, table: t, cut: cut, logged: f.logged.Load(), entries: f.entries.Load()}, nil
 }
 
 // Restore implements raft.FSM: the stream replaces the image atomically,
@@ -494,6 +498,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.logged.Store(0) // the log before the snapshot no longer counts
+	f.entries.Store(0)
 	return nil
 }
 
@@ -547,10 +552,11 @@ func (f *fsm) reload() error {
 }
 
 type snapshot struct {
-	f      *fsm
-	table  *persistence.Table
-	cut    *keyspace.Cut
-	logged uint64 // fsm.logged when it was taken
+	f       *fsm
+	table   *persistence.Table
+	cut     *keyspace.Cut
+	logged  uint64 // fsm.logged when it was taken
+	entries uint64 // and fsm.entries
 
 	once sync.Once
 	err  error
@@ -584,16 +590,18 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	s.f.uncount(s.logged) // what it covers no longer counts
+	// What it covers no longer counts.
+	uncount(&s.f.logged, s.logged)
+	uncount(&s.f.entries, s.entries)
 	return nil
 }
 
-// uncount takes n bytes off logged, never below zero (a reset may have
-// come between the snapshot's cut and its end).
-func (f *fsm) uncount(n uint64) {
+// uncount takes n off a count, never below zero (a reset may have come
+// between the snapshot's cut and its end).
+func uncount(c *atomic.Uint64, n uint64) {
 	for {
-		cur := f.logged.Load()
-		if f.logged.CompareAndSwap(cur, cur-min(cur, n)) {
+		cur := c.Load()
+		if c.CompareAndSwap(cur, cur-min(cur, n)) {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,9 @@ type Options struct {
 	// start-up. Default 30s.
 	FlushInterval time.Duration
 	// SnapshotThreshold is the number of log entries after which a snapshot
-	// lets the log be truncated. Default 8192.
+	// lets the log be truncated, once they also hold a sixteenth of the
+	// filters' bytes (a snapshot copies the image; see snapshotDue).
+	// Default 8192.
 	SnapshotThreshold uint64
 	// TrailingLogs is how many entries stay after a snapshot, so a briefly
 	// absent follower catches up from the log. Default 10240.
@@ -357,7 +360,7 @@ func (n *Node) startRaft() error {
 	cfg.Logger = hl
 	cfg.NotifyCh = notify
 	cfg.NoSnapshotRestoreOnStart = true
-	cfg.SnapshotThreshold = o.SnapshotThreshold
+	cfg.SnapshotThreshold = math.MaxUint64 // snapshotDue decides
 	cfg.TrailingLogs = o.TrailingLogs
 	cfg.SnapshotInterval = 30 * time.Second
 	cfg.HeartbeatTimeout = o.HeartbeatTimeout

@@ -290,3 +290,55 @@ func TestSnapshotAfterBulkLoad(t *testing.T) {
 		t.Fatalf("%d bytes still counted after the snapshot", got)
 	}
 }
+
+// TestSnapshotByCost: a snapshot copies the whole image, so entries past
+// the snapshot threshold are not enough while they hold less than a
+// sixteenth of the filters' bytes; once they do, the node snapshots.
+func TestSnapshotByCost(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
+		SnapshotThreshold: 20, SnapshotLogBytes: 1 << 40}
+	n, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	// A 32 MiB filter: a snapshot is due after 2 MiB of log.
+	if _, err := n.Write(ctx, []*command.Cmd{{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 28_000_000, Expansion: 2, NonScaling: true, MaxBytes: 1 << 30}}); err != nil {
+		t.Fatal(err)
+	}
+	if b := n.fsm.ks.Load().Bytes(); b < 30<<20 {
+		t.Fatalf("filter of %d bytes", b)
+	}
+	snapshots := func() string { return n.raft.Stats()["last_snapshot_index"] }
+	before := snapshots()
+	for i := range 100 {
+		if _, err := n.Write(ctx, []*command.Cmd{{Op: command.BFAdd, Key: []byte("big"), Items: [][]byte{[]byte(fmt.Sprint("item", i))}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := n.fsm.entries.Load(); e < 100 {
+		t.Fatalf("%d entries counted since the snapshot", e)
+	}
+	if n.snapshotDue() || snapshots() != before {
+		t.Fatalf("a snapshot after %d bytes of log for a %d-byte image", n.fsm.logged.Load(), n.fsm.ks.Load().Bytes())
+	}
+	val := make([]byte, 1<<20)
+	for i := range 3 {
+		if _, err := n.Write(ctx, []*command.Cmd{{Op: command.Set, Key: []byte(fmt.Sprint("k", i)), Data: val}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for snapshots() == before {
+		if ctx.Err() != nil {
+			t.Fatalf("no snapshot after %d bytes of log", n.fsm.logged.Load())
+		}
+		time.Sleep(50 * time.Millisecond) // polling Raft's stats
+	}
+}

@@ -170,19 +170,27 @@ func (n *Node) nudge() {
 }
 
 // snapshotDue reports whether the log since the latest snapshot calls for
-// another, though Raft's entry count does not: Raft decodes every entry
-// after the snapshot when it starts (looking for membership changes), and
-// raft-boltdb decodes a large entry slowly (16 MB at 90 MB/s, against
-// 600 MB/s for 1 MB), so a bulk load of LOADCHUNKs would otherwise leave
-// seconds of decoding for each start. Due when SnapshotLogBytes were
-// logged, or an eighth of that and the log has been quiet for two
-// seconds (a bulk load has ended).
+// another. Raft's own trigger (an entry count) is off: a snapshot copies
+// the whole image, so by count alone a node holding 1 GiB of filters
+// under a steady stream of small writes copied a gigabyte every few
+// seconds, and its writes slowed tenfold. Due when:
+//   - SnapshotThreshold entries were applied and they hold at least a
+//     sixteenth of the filters' bytes: the copy is paid for by as much
+//     log it lets go (for small filters the count decides, as before);
+//   - SnapshotLogBytes were logged, whatever the count: Raft decodes every
+//     entry after the snapshot when it starts, and raft-boltdb decodes a
+//     large entry slowly (16 MB at 90 MB/s, against 600 MB/s for 1 MB);
+//   - an eighth of that was logged and the log has been quiet for two
+//     seconds (a bulk load has ended).
 func (n *Node) snapshotDue() bool {
 	if t := n.snapFailed.Load(); t != 0 && time.Since(time.Unix(0, t)) < snapshotRetry {
 		return false
 	}
 	logged := n.fsm.logged.Load()
 	if logged > n.opts.SnapshotLogBytes {
+		return true
+	}
+	if n.fsm.entries.Load() >= n.opts.SnapshotThreshold && logged >= n.fsm.ks.Load().Bytes()/16 {
 		return true
 	}
 	quiet := time.Since(time.Unix(0, n.fsm.lastEntry.Load())) > 2*time.Second
@@ -203,6 +211,7 @@ func (n *Node) snapshotAsync() {
 		err := n.raft.Snapshot().Error()
 		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.fsm.logged.Store(0) // the latest snapshot has it all
+			n.fsm.entries.Store(0)
 			return
 		}
 		if err != nil {

@@ -11,6 +11,7 @@
 //	go run ./bench/memory -scenario cluster  # three nodes; a wiped follower rejoins by snapshot
 //	go run ./bench/memory -scenario restart  # cold restart of the five-filter node vs a raw read
 //	go run ./bench/memory -scenario writes   # bytes a flush writes per item added (write amplification)
+//	go run ./bench/memory -scenario sustained # a 1 GiB filter under steady BF.MADDs: items/s, slowest reply, disk
 //
 // -bfserver names the binary (default: build ./cmd/bfserver); -baseline a
 // second bfserver binary measured in the same run (an earlier build);
@@ -43,8 +44,9 @@ var (
 	bfBin      = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
 	baseline   = flag.String("baseline", "", "another bfserver binary to measure in the same run")
 	redisbloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "start-redisbloom script ('' to skip RedisBloom)")
-	scenario   = flag.String("scenario", "five", "five, big, small, cluster, restart or writes")
+	scenario   = flag.String("scenario", "five", "five, big, small, cluster, restart, writes or sustained")
 	runs       = flag.Int("runs", 3, "restart scenario: runs per server")
+	seconds    = flag.Int("seconds", 120, "sustained scenario: seconds of writes per server")
 	serverLog  = flag.String("server-log", "", "append bfserver's log to this file (with GODEBUG=gctrace=1, the collector's too)")
 )
 
@@ -92,6 +94,13 @@ func main() {
 	case "writes":
 		for _, b := range bins {
 			writes(b)
+		}
+	case "sustained":
+		for _, b := range bins {
+			sustained(startBF(b, "--max-filter-bytes", "4294967296"))
+		}
+		if *redisbloom != "" {
+			sustained(startRB())
 		}
 	case "restart":
 		for _, b := range bins {

@@ -97,7 +97,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(durationValue{&c.writeTimeout}, "write-timeout", "how long a write may wait for the log without progress before its outcome is unknown (a write being applied waits for its result however long it runs)")
 	c.flushInterval = 30 * time.Second
 	fs.Var(durationValue{&c.flushInterval}, "flush-interval", "how often changed filter chunks are written to the image")
-	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots (once they also hold a sixteenth of the filters' bytes)")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
