@@ -260,18 +260,7 @@ func TestForwardLowersTheCap(t *testing.T) {
 func TestSnapshotAfterBulkLoad(t *testing.T) {
 	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
 		SnapshotLogBytes: 64 << 20}
-	n, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !n.IsLeader() {
-		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
-			t.Fatal(err)
-		}
-	}
+	n, ctx := openLeader(t, opts)
 	snapshots := func() string { return n.raft.Stats()["last_snapshot_index"] }
 	before := snapshots()
 	val := make([]byte, 1<<20)
@@ -297,18 +286,7 @@ func TestSnapshotAfterBulkLoad(t *testing.T) {
 func TestSnapshotByCost(t *testing.T) {
 	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
 		SnapshotThreshold: 20, SnapshotLogBytes: 1 << 40}
-	n, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !n.IsLeader() {
-		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
-			t.Fatal(err)
-		}
-	}
+	n, ctx := openLeader(t, opts)
 	// A 32 MiB filter: a snapshot is due after 2 MiB of log.
 	if _, err := n.Write(ctx, []*command.Cmd{{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 28_000_000, Expansion: 2, NonScaling: true, MaxBytes: 1 << 30}}); err != nil {
 		t.Fatal(err)
@@ -341,4 +319,23 @@ func TestSnapshotByCost(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling Raft's stats
 	}
+}
+
+// openLeader opens a lone node, closed at the test's end, and waits until
+// it leads; ctx ends 30 s on.
+func openLeader(t *testing.T, opts Options) (*Node, context.Context) {
+	t.Helper()
+	n, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, ctx
 }
