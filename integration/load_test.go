@@ -169,14 +169,14 @@ func TestLoadStdin(t *testing.T) {
 	}
 	noTempKeys(t, n, 0)
 
-	// --method madd sends the items instead (pipelined BF.MADD); the same
-	// watch holds.
+	// --method madd sends the items instead (pipelined BF.INSERT …
+	// NOCREATE); the same watch holds.
 	w = watchSwap(t, c, "BF", "k", 500000, sample("old-%d", 0, 10000, 97), sample("new-%d", 0, 300000, 2999))
 	w.during.Store(true)
 	r = runTool(t, strings.NewReader(input),
 		loadArgs(n, "--key", "k", "--error-rate", "0.001", "--capacity", "500000", "--method", "madd", "--batch", "200", "--pipeline", "4")...)
 	w.during.Store(false)
-	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.MADD") {
+	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.INSERT … NOCREATE;") {
 		t.Fatalf("madd rebuild exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	w.end(t, 400000, 500000)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,8 @@ type loadOptions struct {
 // --file, or the first column of a PostgreSQL query), reserves a filter in
 // KEY:bfload-tmp, fills it (--method build: adds them to a copy of that
 // filter in this process and sends the result as LOADCHUNKs; --method madd:
-// sends them in pipelined BF.MADD or CF.INSERT batches), and RENAMEs the
-// result over KEY. Readers of KEY see the old filter until the
+// sends them in pipelined BF.INSERT or CF.INSERT … NOCREATE batches), and
+// RENAMEs the result over KEY. Readers of KEY see the old filter until the
 // new one holds every item. It returns the exit code: 0 done, 1 failed
 // (KEY untouched), 2 usage error.
 func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -73,8 +74,8 @@ func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.StringVar(&o.file, "file", "", "read items from this file, one per line (default: stdin)")
 	fs.StringVar(&o.postgres, "postgres", "", "read items from PostgreSQL: a DSN (postgres://user:pass@host:port/db or key=value)")
 	fs.StringVar(&o.query, "query", "", "with --postgres: the query; its first column's text is the item")
-	fs.StringVar(&o.method, "method", "build", "build: add the items to a filter in this process and send the finished filter (LOADCHUNK); madd: send the items (pipelined BF.MADD / CF.INSERT)")
-	fs.IntVar(&o.batch, "batch", 5000, "items per BF.MADD / CF.INSERT")
+	fs.StringVar(&o.method, "method", "build", "build: add the items to a filter in this process and send the finished filter (LOADCHUNK); madd: send the items (pipelined BF.INSERT / CF.INSERT … NOCREATE)")
+	fs.IntVar(&o.batch, "batch", 5000, "items per BF.INSERT / CF.INSERT")
 	fs.IntVar(&o.pipeline, "pipeline", 8, "batches sent per round trip on each connection")
 	fs.IntVar(&o.conns, "conns", 2, "connections sending batches at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "wait at most this long for any one reply")
@@ -263,10 +264,7 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 		err = l.pump(ctx, tmp, func(emit func(string) error) error {
 			return read(func(item []byte) error { return emit(string(item)) })
 		})
-		note = "sent as " + k.cmd("MADD")
-		if k == cuckoo {
-			note = "sent as CF.INSERT"
-		}
+		note = "sent as " + k.cmd("INSERT") + " … NOCREATE"
 	} else {
 		note, err = l.build(ctx, ship, tmp, read, live)
 	}
@@ -277,25 +275,33 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	in, err := getInfo(ctx, l.c, k, tmp)
 	if err != nil {
 		cleanup()
-		return nil, "", fmt.Errorf("%s: %w", k.cmd("INFO"), err)
+		return nil, "", vanished(tmp, fmt.Errorf("%s: %w", k.cmd("INFO"), err))
 	}
 	// The swap: one RENAME, so a reader sees the old filter or the whole
 	// new one, never a partial one.
 	if err := l.c.Rename(ctx, tmp, l.o.key).Err(); err != nil {
 		cleanup()
-		return nil, "", fmt.Errorf("RENAME: %w", err)
+		return nil, "", vanished(tmp, fmt.Errorf("RENAME: %w", err))
 	}
 	return in, note, nil
 }
 
-// pump sends the items as pipelined BF.MADD (CF.INSERT NOCREATE) batches
-// to key, from --conns connections with up to --pipeline batches each in
-// flight, checking every item's reply.
-func (l *loader) pump(ctx context.Context, key string, read func(emit func(string) error) error) error {
-	prefix := []any{"BF.MADD", key}
-	if l.kind() == cuckoo {
-		prefix = []any{"CF.INSERT", key, "NOCREATE", "ITEMS"}
+// vanished explains err when it says key is not there (any more): someone
+// deleted it while the load ran.
+func vanished(key string, err error) error {
+	if errors.Is(err, errGone) || isNotFound(err) || strings.Contains(err.Error(), "no such key") {
+		return fmt.Errorf("%s was deleted while the load ran (%w)", showKey(key), err)
 	}
+	return err
+}
+
+// pump sends the items as pipelined BF.INSERT (CF.INSERT) … NOCREATE
+// batches to key, from --conns connections with up to --pipeline batches
+// each in flight, checking every item's reply. NOCREATE: should key vanish
+// meanwhile, the next batch fails instead of filling a new default filter
+// with the rest of the items.
+func (l *loader) pump(ctx context.Context, key string, read func(emit func(string) error) error) error {
+	prefix := []any{l.kind().cmd("INSERT"), key, "NOCREATE", "ITEMS"}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []any, l.o.conns*l.o.pipeline)
@@ -416,11 +422,12 @@ func (f localCuckoo) dump(fn func(int64, []byte) error) error {
 // digest against the one sent), and, when tmp is not final, renamed to
 // final. With live set (the items come from a database written to during
 // the load), a second pass then re-reads the items and sends those the
-// first pass did not see, with BF.MADD, into final, now complete: together
-// with writers that add to KEY:bfload-tmp (NOCREATE) before they add to
-// KEY, no item committed before the swap is missing from the new filter
-// (see examples/cachepenetration). No writer touches tmp while its chunks
-// are loaded, so none of their adds can be overwritten by a chunk.
+// first pass did not see, with BF.INSERT … NOCREATE, into final, now
+// complete: together with writers that add to KEY:bfload-tmp (NOCREATE)
+// before they add to KEY, no item committed before the swap is missing
+// from the new filter (see examples/cachepenetration). No writer touches
+// tmp while its chunks are loaded, so none of their adds can be
+// overwritten by a chunk.
 func (l *loader) build(ctx context.Context, tmp, final string, read source, live bool) (string, error) {
 	k := l.kind()
 	var f localFilter
@@ -567,7 +574,7 @@ func (l *loader) send(ctx context.Context, batches <-chan []any, prefix int) err
 func checkBatch(c *redis.Cmd) error {
 	v, err := c.Result()
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.Args()[0], err)
+		return vanished(fmt.Sprint(c.Args()[1]), fmt.Errorf("%s: %w", c.Args()[0], err))
 	}
 	a, ok := v.([]any)
 	if !ok {
