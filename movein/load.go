@@ -46,18 +46,21 @@ type loadOptions struct {
 	conns            int
 	timeout          time.Duration
 	caFile           string
+	force            bool
 	log              *logOptions
 	expansionPresent bool
 }
 
 // Load runs `bfserver load`: it reads items (one per line from stdin or
-// --file, or the first column of a PostgreSQL query), reserves a filter in
-// KEY:bfload-tmp, fills it (--method build: adds them to a copy of that
-// filter in this process and sends the result as LOADCHUNKs; --method madd:
-// sends them in pipelined BF.INSERT or CF.INSERT … NOCREATE batches), and
-// RENAMEs the result over KEY. Readers of KEY see the old filter until the
-// new one holds every item. It returns the exit code: 0 done, 1 failed
-// (KEY untouched), 2 usage error.
+// --file, or the first column of a PostgreSQL query), takes KEY:bfload-lock
+// (refusing while another load of KEY holds it or left its temporary
+// keys), reserves a filter in KEY:bfload-tmp, fills it (--method build:
+// adds them to a copy of that filter in this process and sends the result
+// as LOADCHUNKs; --method madd: sends them in pipelined BF.INSERT or
+// CF.INSERT … NOCREATE batches), and RENAMEs the result over KEY. Readers
+// of KEY see the old filter until the new one holds every item. It returns
+// the exit code: 0 done, 1 failed or refused (KEY untouched), 2 usage
+// error.
 func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o := &loadOptions{}
 	fs := flag.NewFlagSet("bfserver load", flag.ContinueOnError)
@@ -80,9 +83,10 @@ func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.IntVar(&o.conns, "conns", 2, "connections sending batches at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "wait at most this long for any one reply")
 	fs.StringVar(&o.caFile, "cacert", "", "CA certificate (PEM) to verify a rediss:// server with")
+	fs.BoolVar(&o.force, "force", false, "first delete KEY"+LockSuffix+", KEY"+LoadSuffix+" and KEY"+ShipSuffix+", which an interrupted load left (a load of KEY still running then fails without publishing)")
 	o.log = addLogFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bfserver load --to URL --key KEY --error-rate P --capacity N [--expansion E | --nonscaling] [--cuckoo [--bucket-size B]] [--file F | --postgres DSN --query SQL]")
+		fmt.Fprintln(stderr, "usage: bfserver load --to URL --key KEY --error-rate P --capacity N [--expansion E | --nonscaling] [--cuckoo [--bucket-size B]] [--file F | --postgres DSN --query SQL] [--force]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -190,6 +194,7 @@ type loader struct {
 	c         *redis.Client
 	rep       *reporter
 	unit      string
+	cl        *claim       // the lock, once taken
 	items     atomic.Int64 // items sent and acknowledged
 	bytesRead atomic.Int64 // input bytes consumed (lines)
 }
@@ -232,8 +237,10 @@ func (l *loader) reserveArgs(tmp string) []any {
 // during the call.
 type source func(emit func(item []byte) error) error
 
-// run builds the new filter in the temporary key and swaps it in; it
-// returns the new filter's INFO and a note on how it was built.
+// run takes the lock, builds the new filter in the temporary key and
+// swaps it in; it returns the new filter's INFO and a note on how it was
+// built. On failure it deletes the keys it made, if it still holds the
+// lock, and no other.
 func (l *loader) run(ctx context.Context, read source, live bool) (info, string, error) {
 	k := l.kind()
 	typ, err := l.c.Type(ctx, l.o.key).Result()
@@ -247,17 +254,32 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	// writers that add to tmp meanwhile (see build) must not add into a
 	// filter whose chunks are still being overwritten.
 	tmp := l.o.key + LoadSuffix
+	temps := []string{tmp, l.o.key + ShipSuffix} // what an interrupted run may leave
 	ship := tmp
 	if l.o.method == "build" && live {
-		ship = l.o.key + ShipSuffix
+		ship = temps[1]
 	}
-	cleanup := func() { l.c.Del(context.Background(), tmp, ship) }
-	if err := l.c.Del(ctx, tmp, ship).Err(); err != nil {
-		return nil, "", fmt.Errorf("DEL %s: %w", showKey(tmp), err)
+	if l.o.force {
+		n, err := l.c.Del(ctx, append(temps, l.o.key+LockSuffix)...).Result()
+		if err != nil {
+			return nil, "", fmt.Errorf("--force: DEL: %w", err)
+		}
+		l.rep.event(slog.LevelWarn, "forced", "key", l.o.key, "deleted", n)
+	}
+	if l.cl, err = take(ctx, l.c, l.o.key, temps); err != nil {
+		return nil, "", err
+	}
+	var made []string // the keys this run may have made, deleted if it fails
+	fail := func(err error) (info, string, error) {
+		if rerr := l.cl.release(context.Background(), made...); rerr != nil {
+			l.rep.event(slog.LevelWarn, "temporary keys left", "key", l.o.key, "err", rerr.Error())
+		}
+		return nil, "", err
 	}
 	if err := l.c.Do(ctx, l.reserveArgs(ship)...).Err(); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", k.cmd("RESERVE"), err)
+		return fail(fmt.Errorf("%s: %w", k.cmd("RESERVE"), err))
 	}
+	made = temps
 	l.rep.event(slog.LevelInfo, "reserved", "key", ship, "type", k.String(), "capacity", l.o.capacity, "method", l.o.method)
 	var note string
 	if l.o.method == "madd" {
@@ -269,19 +291,21 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 		note, err = l.build(ctx, ship, tmp, read, live)
 	}
 	if err != nil {
-		cleanup()
-		return nil, "", err
+		return fail(err)
 	}
 	in, err := getInfo(ctx, l.c, k, tmp)
 	if err != nil {
-		cleanup()
-		return nil, "", vanished(tmp, fmt.Errorf("%s: %w", k.cmd("INFO"), err))
+		return fail(vanished(tmp, fmt.Errorf("%s: %w", k.cmd("INFO"), err)))
 	}
 	// The swap: one RENAME, so a reader sees the old filter or the whole
-	// new one, never a partial one.
-	if err := l.c.Rename(ctx, tmp, l.o.key).Err(); err != nil {
-		cleanup()
-		return nil, "", vanished(tmp, fmt.Errorf("RENAME: %w", err))
+	// new one, never a partial one; and only while this run holds the lock,
+	// so never a filter another run is filling.
+	err = l.cl.do(ctx, nil, func(p redis.Pipeliner) {
+		p.Rename(ctx, tmp, l.o.key)
+		p.Del(ctx, l.cl.lock)
+	})
+	if err != nil {
+		return fail(vanished(tmp, err))
 	}
 	return in, note, nil
 }
