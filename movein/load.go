@@ -442,15 +442,21 @@ func (f localCuckoo) dump(fn func(int64, []byte) error) error {
 // filter starts from the header of the key the server just reserved, so
 // its defaults (expansion, bucket size) apply.
 //
-// The finished filter is loaded into tmp, verified (the server's dump
-// digest against the one sent), and, when tmp is not final, renamed to
-// final. With live set (the items come from a database written to during
-// the load), a second pass then re-reads the items and sends those the
-// first pass did not see, with BF.INSERT … NOCREATE, into final, now
-// complete: together with writers that add to KEY:bfload-tmp (NOCREATE)
-// before they add to KEY, no item committed before the swap is missing
-// from the new filter (see examples/cachepenetration). No writer touches
-// tmp while its chunks are loaded, so none of their adds can be
+// The reserved key stays while the items are read: a load that finds it
+// gone when the finished filter is ready fails (someone deleted it, so
+// someone else is at work on this key). The finished filter then replaces
+// it (DEL and the header's LOADCHUNK in one transaction, as LOADCHUNK
+// loads a header only into a missing key), chunk by chunk, each only while
+// this run holds the lock, so a run that lost it (--force) never
+// overwrites the filter of the run that holds it now. It is verified (the
+// server's dump digest against the one sent) and, when tmp is not final,
+// renamed to final. With live set (the items come from a database written
+// to during the load), a second pass then re-reads the items and sends
+// those the first pass did not see, with BF.INSERT … NOCREATE, into final,
+// now complete: together with writers that add to KEY:bfload-tmp
+// (NOCREATE) before they add to KEY, no item committed before the swap is
+// missing from the new filter (see examples/cachepenetration). No writer
+// touches tmp while its chunks are loaded, so none of their adds can be
 // overwritten by a chunk.
 func (l *loader) build(ctx context.Context, tmp, final string, read source, live bool) (string, error) {
 	k := l.kind()
@@ -458,7 +464,7 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	if k == bloom {
 		v, err := l.c.Do(ctx, "BF.SCANDUMP", tmp, 0).Slice()
 		if err != nil {
-			return "", fmt.Errorf("BF.SCANDUMP: %w", err)
+			return "", vanished(tmp, fmt.Errorf("BF.SCANDUMP: %w", err))
 		}
 		hdr, _ := v[1].(string)
 		ch, err := scalable.ParseChainHeader([]byte(hdr), math.MaxUint64)
@@ -471,16 +477,13 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 		// header follows from CF.INFO.
 		in, err := getInfo(ctx, l.c, k, tmp)
 		if err != nil {
-			return "", fmt.Errorf("CF.INFO: %w", err)
+			return "", vanished(tmp, fmt.Errorf("CF.INFO: %w", err))
 		}
 		cf, err := scalable.ParseCuckooHeader(emptyCuckooHeader(in), math.MaxUint64)
 		if err != nil {
 			return "", fmt.Errorf("the reserved filter's header: %w", err)
 		}
 		f = localCuckoo{cf}
-	}
-	if err := l.c.Del(ctx, tmp).Err(); err != nil {
-		return "", err
 	}
 	var n int64
 	err := read(func(item []byte) error {
@@ -507,9 +510,26 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	var shipped int64
 	err = f.dump(func(iter int64, data []byte) error {
 		h.Write(data)
+		first := shipped == 0
 		shipped += int64(len(data))
-		if err := l.c.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data).Err(); err != nil {
-			return fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err)
+		var check func(*redis.Tx) error
+		if first {
+			check = func(tx *redis.Tx) error {
+				n, err := tx.Exists(ctx, tmp).Result()
+				if err == nil && n == 0 {
+					err = errGone
+				}
+				return err
+			}
+		}
+		err := l.cl.do(ctx, check, func(p redis.Pipeliner) {
+			if first {
+				p.Del(ctx, tmp)
+			}
+			p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
+		})
+		if err != nil {
+			return vanished(tmp, fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err))
 		}
 		l.rep.event(slog.LevelDebug, "chunk", "key", tmp, "iter", iter, "bytes", len(data))
 		return nil
@@ -519,15 +539,16 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	}
 	got, err := dumpDigest(ctx, l.c, k, tmp)
 	if err != nil {
-		return "", fmt.Errorf("verifying: %w", err)
+		return "", vanished(tmp, fmt.Errorf("verifying: %w", err))
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); got.sum != sum {
 		return "", fmt.Errorf("verifying: the server's dump (sha256 %s) differs from the one sent (%s)", got.sum, sum)
 	}
 	note := fmt.Sprintf("built here and sent as %s in %d bytes", k.cmd("LOADCHUNK"), shipped)
 	if tmp != final {
-		if err := l.c.Rename(ctx, tmp, final).Err(); err != nil {
-			return "", fmt.Errorf("RENAME %s %s: %w", showKey(tmp), showKey(final), err)
+		err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, final) })
+		if err != nil {
+			return "", vanished(tmp, err)
 		}
 	}
 	if !live {

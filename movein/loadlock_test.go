@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/resp"
@@ -144,6 +145,73 @@ func kindArgs(cf bool) []string {
 		return []string{"--cuckoo", "--capacity", "4000"}
 	}
 	return []string{"--error-rate", "0.01", "--capacity", "4000"}
+}
+
+// The temporary key deleted while a load runs (after some of the items
+// are in it): the load fails, saying so, KEY keeps the old filter whole,
+// and nothing is left. Sent as BF.MADD, the rest would have gone into a
+// new default filter that the RENAME published.
+func TestLoadTempKeyDeleted(t *testing.T) {
+	url, c := serve(t)
+	cx := context.Background()
+	for _, cf := range []bool{false, true} {
+		for _, method := range []string{"build", "madd"} {
+			key := fmt.Sprintf("cf%v-%s", cf, method)
+			prefix := "BF"
+			if cf {
+				prefix = "CF"
+			}
+			t.Run(key, func(t *testing.T) {
+				if code, out := load(t, url, &lineReader{prefix: "old", n: 1000}, append(kindArgs(cf), "--key", key)...); code != 0 {
+					t.Fatalf("first load: %d\n%s", code, out)
+				}
+				before := dumpOf(t, c, prefix, key)
+				tmp := key + LoadSuffix
+				del := func() {
+					deadline := time.Now().Add(10 * time.Second)
+					for cardOf(c, prefix, tmp) == 0 {
+						if time.Now().After(deadline) {
+							t.Error("no item reached the temporary key")
+							break
+						}
+						time.Sleep(time.Millisecond) // polling for the first batches
+					}
+					if n := c.Del(cx, tmp).Val(); n != 1 {
+						t.Errorf("DEL %s: %d", tmp, n)
+					}
+				}
+				in := &lineReader{prefix: "old", n: 1000, hook: 500, at: del}
+				if method == "build" {
+					in.at = func() { c.Del(cx, tmp) } // reserved, not filled
+				}
+				code, out := load(t, url, in, append(kindArgs(cf), "--key", key, "--method", method, "--batch", "10", "--conns", "1")...)
+				if code != 1 || !strings.Contains(out, tmp+" was deleted while the load ran") || !strings.Contains(out, "the key is unchanged") {
+					t.Errorf("exit %d:\n%s", code, out)
+				}
+				if !bytes.Equal(dumpOf(t, c, prefix, key), before) {
+					t.Error("the key changed")
+				}
+				if keys := c.Keys(cx, key+"*").Val(); !slices.Equal(keys, []string{key}) {
+					t.Errorf("keys left: %v", keys)
+				}
+			})
+		}
+	}
+}
+
+// cardOf is the number of items a filter holds (0 when it is missing).
+func cardOf(c *redis.Client, prefix, key string) int64 {
+	if prefix == "BF" {
+		n, _ := c.Do(context.Background(), "BF.CARD", key).Int64()
+		return n
+	}
+	v, _ := c.Do(context.Background(), "CF.INFO", key).Slice()
+	for i := 0; i+1 < len(v); i += 2 {
+		if v[i] == "Number of items inserted" {
+			return v[i+1].(int64)
+		}
+	}
+	return 0
 }
 
 func dumpOf(t *testing.T, c *redis.Client, prefix, key string) []byte {
