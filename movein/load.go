@@ -300,12 +300,11 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	// The swap: one RENAME, so a reader sees the old filter or the whole
 	// new one, never a partial one; and only while this run holds the lock,
 	// so never a filter another run is filling.
-	err = l.cl.do(ctx, nil, func(p redis.Pipeliner) {
-		p.Rename(ctx, tmp, l.o.key)
-		p.Del(ctx, l.cl.lock)
-	})
-	if err != nil {
+	if err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, l.o.key) }); err != nil {
 		return fail(vanished(tmp, err))
+	}
+	if err := l.cl.release(context.Background()); err != nil {
+		l.rep.event(slog.LevelWarn, "lock left", "key", l.cl.lock, "err", err.Error())
 	}
 	return in, note, nil
 }
