@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -169,14 +171,14 @@ func TestLoadStdin(t *testing.T) {
 	}
 	noTempKeys(t, n, 0)
 
-	// --method madd sends the items instead (pipelined BF.MADD); the same
-	// watch holds.
+	// --method madd sends the items instead (pipelined BF.INSERT …
+	// NOCREATE); the same watch holds.
 	w = watchSwap(t, c, "BF", "k", 500000, sample("old-%d", 0, 10000, 97), sample("new-%d", 0, 300000, 2999))
 	w.during.Store(true)
 	r = runTool(t, strings.NewReader(input),
 		loadArgs(n, "--key", "k", "--error-rate", "0.001", "--capacity", "500000", "--method", "madd", "--batch", "200", "--pipeline", "4")...)
 	w.during.Store(false)
-	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.MADD") {
+	if r.code != 0 || !strings.Contains(r.stdout, "sent as BF.INSERT … NOCREATE;") {
 		t.Fatalf("madd rebuild exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	w.end(t, 400000, 500000)
@@ -287,4 +289,182 @@ func TestLoadPostgres(t *testing.T) {
 		t.Error("a failed load changed the key")
 	}
 	noTempKeys(t, n, 0)
+}
+
+// pipedLoad starts a load whose stdin is a pipe the test writes items to;
+// closing the returned end ends the input.
+func pipedLoad(t *testing.T, args ...string) (*liveTool, *os.File) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := startToolIn(t, pr, args...)
+	pr.Close()
+	t.Cleanup(func() { pw.Close() })
+	return lt, pw
+}
+
+func isMsg(msg string) func(map[string]any) bool {
+	return func(l map[string]any) bool { return l["msg"] == msg }
+}
+
+// allIn fails the test unless the filter answers 1 for every item.
+func allIn(t *testing.T, c *redis.Client, prefix, key string, items []string) {
+	t.Helper()
+	args := []any{prefix + ".MEXISTS", key}
+	for _, s := range items {
+		args = append(args, s)
+	}
+	var zeros []string
+	for i, v := range must(t, c, args...).([]any) {
+		if v.(int64) != 1 {
+			zeros = append(zeros, items[i])
+		}
+	}
+	if len(zeros) > 0 {
+		t.Errorf("%s: %d of %d items answer 0: %v", key, len(zeros), len(items), zeros[:min(len(zeros), 5)])
+	}
+}
+
+// itemsIn is a filter's item count (BF.CARD, or CF.INFO's), 0 while it
+// does not exist.
+func itemsIn(t *testing.T, c *redis.Client, prefix, key string) int64 {
+	t.Helper()
+	if prefix == "BF" {
+		return must(t, c, "BF.CARD", key).(int64)
+	}
+	v, err := c.Do(ctx(t), "CF.INFO", key).Slice()
+	if err != nil {
+		return 0
+	}
+	for i := 0; i+1 < len(v); i += 2 {
+		if v[i] == "Number of items inserted" {
+			return v[i+1].(int64)
+		}
+	}
+	return 0
+}
+
+// TestLoadBusy: while a load of a key runs (its items still coming from a
+// pipe), a second load of the key is refused, names the lock and who holds
+// it, and changes nothing; with --force it proceeds, and the first one then
+// fails without publishing, by either method. Two loads started at the
+// same moment: exactly one proceeds.
+func TestLoadBusy(t *testing.T) {
+	n := start(t)
+	c := n.dbClient(0)
+	bloom := func(extra ...string) []string {
+		return loadArgs(n, append([]string{"--key", "k", "--error-rate", "0.01", "--capacity", "20000", "--batch", "10"}, extra...)...)
+	}
+	if r := runTool(t, strings.NewReader(lines("old-%d", 0, 1000)), bloom()...); r.code != 0 {
+		t.Fatalf("first load exited %d:\n%s", r.code, r.stderr)
+	}
+	for _, m := range []string{"build", "madd"} {
+		before := digestOf(t, c, "k")
+		a, aIn := pipedLoad(t, bloom("--method", m)...)
+		io.WriteString(aIn, lines("a-%d", 0, 100))
+		a.waitLine(t, "the first load's reservation", isMsg("reserved"))
+		lock := must(t, c, "GET", "k:bfload-lock").(string)
+		if !strings.HasPrefix(lock, fmt.Sprintf("pid %d on ", a.cmd.Process.Pid)) {
+			t.Errorf("the lock holds %q", lock)
+		}
+		r := runTool(t, strings.NewReader(lines("b-%d", 0, 100)), bloom("--method", m)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "k:bfload-lock (held by "+lock+"), k:bfload-tmp: another load of k is running") ||
+			!strings.Contains(r.stderr, "pass --force to delete them first") {
+			t.Errorf("%s: a second load while one runs: exit %d, stderr:\n%s", m, r.code, r.stderr)
+		}
+		if digestOf(t, c, "k") != before || c.Get(ctx(t), "k:bfload-lock").Val() != lock {
+			t.Errorf("%s: the refused load changed the key or the lock", m)
+		}
+
+		r = runTool(t, strings.NewReader(lines("c-%d", 0, 1000)), bloom("--method", m, "--force")...)
+		if r.code != 0 {
+			t.Fatalf("%s: --force exited %d:\n%s", m, r.code, r.stderr)
+		}
+		forced := digestOf(t, c, "k")
+		allIn(t, c, "BF", "k", sample("c-%d", 0, 1000, 7))
+		io.WriteString(aIn, lines("a-%d", 100, 200))
+		aIn.Close()
+		if code := a.wait(t); code != 1 || !strings.Contains(a.stderr(), "(the key is unchanged)") {
+			t.Errorf("%s: the load whose lock was taken over exited %d:\n%s", m, code, a.stderr())
+		}
+		if digestOf(t, c, "k") != forced {
+			t.Errorf("%s: the load whose lock was taken over changed the key", m)
+		}
+		noTempKeys(t, n, 0)
+	}
+
+	// Two at once, both reading from pipes: one is refused at once.
+	var lt [2]*liveTool
+	var in [2]*os.File
+	for i := range lt {
+		lt[i], in[i] = pipedLoad(t, bloom("--method", "madd")...)
+	}
+	var refused int
+	select {
+	case <-lt[0].done:
+	case <-lt[1].done:
+		refused = 1
+	case <-time.After(time.Minute):
+		t.Fatal("two loads of one key run at once")
+	}
+	if code := lt[refused].wait(t); code != 1 || !strings.Contains(lt[refused].stderr(), "another load of k is running") {
+		t.Errorf("the refused one of two at once: exit %d:\n%s", code, lt[refused].stderr())
+	}
+	other := 1 - refused
+	io.WriteString(in[other], lines("d-%d", 0, 1000))
+	in[other].Close()
+	if code := lt[other].wait(t); code != 0 {
+		t.Errorf("the load that proceeded exited %d:\n%s", code, lt[other].stderr())
+	}
+	allIn(t, c, "BF", "k", sample("d-%d", 0, 1000, 7))
+	noTempKeys(t, n, 0)
+}
+
+// TestLoadTempKeyDeleted: KEY:bfload-tmp deleted while a load runs (some
+// of the items in it, by madd) makes the load fail, saying so: KEY keeps
+// the old filter with all its items, and no filter of the rest of the
+// items is published. Bloom and Cuckoo, by each method.
+func TestLoadTempKeyDeleted(t *testing.T) {
+	n := start(t)
+	c := n.dbClient(0)
+	for _, cf := range []bool{false, true} {
+		for _, m := range []string{"build", "madd"} {
+			key, prefix, sizing := "bf-"+m, "BF", []string{"--error-rate", "0.01", "--capacity", "20000"}
+			if cf {
+				key, prefix, sizing = "cf-"+m, "CF", []string{"--cuckoo", "--capacity", "20000"}
+			}
+			args := loadArgs(n, append(sizing, "--key", key, "--batch", "10", "--conns", "1")...)
+			if r := runTool(t, strings.NewReader(lines("old-%d", 0, 2000)), args...); r.code != 0 {
+				t.Fatalf("%s: first load exited %d:\n%s", key, r.code, r.stderr)
+			}
+			before := digestOf(t, c, key)
+			tmp := key + ":bfload-tmp"
+			a, aIn := pipedLoad(t, append(args, "--method", m)...)
+			io.WriteString(aIn, lines("old-%d", 0, 1000))
+			a.waitLine(t, "the reservation", isMsg("reserved"))
+			deadline := time.Now().Add(time.Minute)
+			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
+				}
+				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			}
+			if got := must(t, c, "DEL", tmp).(int64); got != 1 {
+				t.Fatalf("%s: DEL %s: %d", key, tmp, got)
+			}
+			io.WriteString(aIn, lines("old-%d", 1000, 2000))
+			aIn.Close()
+			if code := a.wait(t); code != 1 || !strings.Contains(a.stderr(), key+": "+tmp+" was deleted while the load ran") ||
+				!strings.Contains(a.stderr(), "(the key is unchanged)") {
+				t.Errorf("%s: exit %d:\n%s", key, code, a.stderr())
+			}
+			if digestOf(t, c, key) != before {
+				t.Errorf("%s: the key changed", key)
+			}
+			allIn(t, c, prefix, key, sample("old-%d", 0, 2000, 1))
+			noTempKeys(t, n, 0)
+		}
+	}
 }

@@ -130,7 +130,8 @@ func noTempKeys(t *testing.T, n *node, dbs ...int) {
 	t.Helper()
 	for _, db := range dbs {
 		for _, k := range keysOf(t, n.dbClient(db)) {
-			if strings.HasSuffix(k, ":bfmigrate-tmp") || strings.HasSuffix(k, ":bfload-tmp") || strings.HasSuffix(k, ":bfload-ship") {
+			if strings.HasSuffix(k, ":bfmigrate-tmp") || strings.HasSuffix(k, ":bfload-tmp") || strings.HasSuffix(k, ":bfload-ship") ||
+				strings.HasSuffix(k, ":bfload-lock") {
 				t.Errorf("db%d: temporary key %q left behind", db, k)
 			}
 		}

@@ -100,7 +100,14 @@ type liveTool struct {
 
 func startTool(t *testing.T, args ...string) *liveTool {
 	t.Helper()
+	return startToolIn(t, nil, args...)
+}
+
+// startToolIn is startTool with stdin as the process's standard input.
+func startToolIn(t *testing.T, stdin io.Reader, args ...string) *liveTool {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Stdin = stdin
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

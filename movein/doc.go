@@ -6,7 +6,8 @@
 //     bfservers), chunk by chunk, verified, resumable, keeping TTLs.
 //   - Load (bfserver load) builds a filter from a list of items (stdin, a
 //     file, or a PostgreSQL query) in a temporary key and RENAMEs it over the
-//     live one, so readers see the old filter until the new one is complete.
+//     live one, so readers see the old filter until the new one is complete;
+//     a lock key lets one load of a key run at a time.
 //
 // It exists so that adopting bfserver, rebuilding a filter from the system
 // of record, and leaving again are each one command. It is a client: it

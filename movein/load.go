@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,18 +46,21 @@ type loadOptions struct {
 	conns            int
 	timeout          time.Duration
 	caFile           string
+	force            bool
 	log              *logOptions
 	expansionPresent bool
 }
 
 // Load runs `bfserver load`: it reads items (one per line from stdin or
-// --file, or the first column of a PostgreSQL query), reserves a filter in
-// KEY:bfload-tmp, fills it (--method build: adds them to a copy of that
-// filter in this process and sends the result as LOADCHUNKs; --method madd:
-// sends them in pipelined BF.MADD or CF.INSERT batches), and RENAMEs the
-// result over KEY. Readers of KEY see the old filter until the
-// new one holds every item. It returns the exit code: 0 done, 1 failed
-// (KEY untouched), 2 usage error.
+// --file, or the first column of a PostgreSQL query), takes KEY:bfload-lock
+// (refusing while another load of KEY holds it or left its temporary
+// keys), reserves a filter in KEY:bfload-tmp, fills it (--method build:
+// adds them to a copy of that filter in this process and sends the result
+// as LOADCHUNKs; --method madd: sends them in pipelined BF.INSERT or
+// CF.INSERT … NOCREATE batches), and RENAMEs the result over KEY. Readers
+// of KEY see the old filter until the new one holds every item. It returns
+// the exit code: 0 done, 1 failed or refused (KEY untouched), 2 usage
+// error.
 func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o := &loadOptions{}
 	fs := flag.NewFlagSet("bfserver load", flag.ContinueOnError)
@@ -73,15 +77,16 @@ func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.StringVar(&o.file, "file", "", "read items from this file, one per line (default: stdin)")
 	fs.StringVar(&o.postgres, "postgres", "", "read items from PostgreSQL: a DSN (postgres://user:pass@host:port/db or key=value)")
 	fs.StringVar(&o.query, "query", "", "with --postgres: the query; its first column's text is the item")
-	fs.StringVar(&o.method, "method", "build", "build: add the items to a filter in this process and send the finished filter (LOADCHUNK); madd: send the items (pipelined BF.MADD / CF.INSERT)")
-	fs.IntVar(&o.batch, "batch", 5000, "items per BF.MADD / CF.INSERT")
+	fs.StringVar(&o.method, "method", "build", "build: add the items to a filter in this process and send the finished filter (LOADCHUNK); madd: send the items (pipelined BF.INSERT / CF.INSERT … NOCREATE)")
+	fs.IntVar(&o.batch, "batch", 5000, "items per BF.INSERT / CF.INSERT")
 	fs.IntVar(&o.pipeline, "pipeline", 8, "batches sent per round trip on each connection")
 	fs.IntVar(&o.conns, "conns", 2, "connections sending batches at once")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "wait at most this long for any one reply")
 	fs.StringVar(&o.caFile, "cacert", "", "CA certificate (PEM) to verify a rediss:// server with")
+	fs.BoolVar(&o.force, "force", false, "first delete KEY"+LockSuffix+", KEY"+LoadSuffix+" and KEY"+ShipSuffix+", which an interrupted load left (a load of KEY still running then fails without publishing)")
 	o.log = addLogFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bfserver load --to URL --key KEY --error-rate P --capacity N [--expansion E | --nonscaling] [--cuckoo [--bucket-size B]] [--file F | --postgres DSN --query SQL]")
+		fmt.Fprintln(stderr, "usage: bfserver load --to URL --key KEY --error-rate P --capacity N [--expansion E | --nonscaling] [--cuckoo [--bucket-size B]] [--file F | --postgres DSN --query SQL] [--force]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -189,6 +194,7 @@ type loader struct {
 	c         *redis.Client
 	rep       *reporter
 	unit      string
+	cl        *claim       // the lock, once taken
 	items     atomic.Int64 // items sent and acknowledged
 	bytesRead atomic.Int64 // input bytes consumed (lines)
 }
@@ -231,8 +237,10 @@ func (l *loader) reserveArgs(tmp string) []any {
 // during the call.
 type source func(emit func(item []byte) error) error
 
-// run builds the new filter in the temporary key and swaps it in; it
-// returns the new filter's INFO and a note on how it was built.
+// run takes the lock, builds the new filter in the temporary key and
+// swaps it in; it returns the new filter's INFO and a note on how it was
+// built. On failure it deletes the keys it made, if it still holds the
+// lock, and no other.
 func (l *loader) run(ctx context.Context, read source, live bool) (info, string, error) {
 	k := l.kind()
 	typ, err := l.c.Type(ctx, l.o.key).Result()
@@ -246,56 +254,77 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	// writers that add to tmp meanwhile (see build) must not add into a
 	// filter whose chunks are still being overwritten.
 	tmp := l.o.key + LoadSuffix
+	temps := []string{tmp, l.o.key + ShipSuffix} // what an interrupted run may leave
 	ship := tmp
 	if l.o.method == "build" && live {
-		ship = l.o.key + ShipSuffix
+		ship = temps[1]
 	}
-	cleanup := func() { l.c.Del(context.Background(), tmp, ship) }
-	if err := l.c.Del(ctx, tmp, ship).Err(); err != nil {
-		return nil, "", fmt.Errorf("DEL %s: %w", showKey(tmp), err)
+	if l.o.force {
+		n, err := l.c.Del(ctx, append(temps, l.o.key+LockSuffix)...).Result()
+		if err != nil {
+			return nil, "", fmt.Errorf("--force: DEL: %w", err)
+		}
+		l.rep.event(slog.LevelWarn, "forced", "key", l.o.key, "deleted", n)
+	}
+	if l.cl, err = take(ctx, l.c, l.o.key, temps); err != nil {
+		return nil, "", err
+	}
+	var made []string // the keys this run may have made, deleted if it fails
+	fail := func(err error) (info, string, error) {
+		if rerr := l.cl.release(context.Background(), made...); rerr != nil {
+			l.rep.event(slog.LevelWarn, "temporary keys left", "key", l.o.key, "err", rerr.Error())
+		}
+		return nil, "", err
 	}
 	if err := l.c.Do(ctx, l.reserveArgs(ship)...).Err(); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", k.cmd("RESERVE"), err)
+		return fail(fmt.Errorf("%s: %w", k.cmd("RESERVE"), err))
 	}
+	made = temps
 	l.rep.event(slog.LevelInfo, "reserved", "key", ship, "type", k.String(), "capacity", l.o.capacity, "method", l.o.method)
 	var note string
 	if l.o.method == "madd" {
 		err = l.pump(ctx, tmp, func(emit func(string) error) error {
 			return read(func(item []byte) error { return emit(string(item)) })
 		})
-		note = "sent as " + k.cmd("MADD")
-		if k == cuckoo {
-			note = "sent as CF.INSERT"
-		}
+		note = "sent as " + k.cmd("INSERT") + " … NOCREATE"
 	} else {
 		note, err = l.build(ctx, ship, tmp, read, live)
 	}
 	if err != nil {
-		cleanup()
-		return nil, "", err
+		return fail(err)
 	}
 	in, err := getInfo(ctx, l.c, k, tmp)
 	if err != nil {
-		cleanup()
-		return nil, "", fmt.Errorf("%s: %w", k.cmd("INFO"), err)
+		return fail(vanished(tmp, fmt.Errorf("%s: %w", k.cmd("INFO"), err)))
 	}
 	// The swap: one RENAME, so a reader sees the old filter or the whole
-	// new one, never a partial one.
-	if err := l.c.Rename(ctx, tmp, l.o.key).Err(); err != nil {
-		cleanup()
-		return nil, "", fmt.Errorf("RENAME: %w", err)
+	// new one, never a partial one; and only while this run holds the lock,
+	// so never a filter another run is filling.
+	if err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, l.o.key) }); err != nil {
+		return fail(vanished(tmp, err))
+	}
+	if err := l.cl.release(context.Background()); err != nil {
+		l.rep.event(slog.LevelWarn, "lock left", "key", l.cl.lock, "err", err.Error())
 	}
 	return in, note, nil
 }
 
-// pump sends the items as pipelined BF.MADD (CF.INSERT NOCREATE) batches
-// to key, from --conns connections with up to --pipeline batches each in
-// flight, checking every item's reply.
-func (l *loader) pump(ctx context.Context, key string, read func(emit func(string) error) error) error {
-	prefix := []any{"BF.MADD", key}
-	if l.kind() == cuckoo {
-		prefix = []any{"CF.INSERT", key, "NOCREATE", "ITEMS"}
+// vanished explains err when it says key is not there (any more): someone
+// deleted it while the load ran.
+func vanished(key string, err error) error {
+	if errors.Is(err, errGone) || isNotFound(err) || strings.Contains(err.Error(), "no such key") {
+		return fmt.Errorf("%s was deleted while the load ran (%w)", showKey(key), err)
 	}
+	return err
+}
+
+// pump sends the items as pipelined BF.INSERT (CF.INSERT) … NOCREATE
+// batches to key, from --conns connections with up to --pipeline batches
+// each in flight, checking every item's reply. NOCREATE: should key vanish
+// meanwhile, the next batch fails instead of filling a new default filter
+// with the rest of the items.
+func (l *loader) pump(ctx context.Context, key string, read func(emit func(string) error) error) error {
+	prefix := []any{l.kind().cmd("INSERT"), key, "NOCREATE", "ITEMS"}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []any, l.o.conns*l.o.pipeline)
@@ -412,22 +441,29 @@ func (f localCuckoo) dump(fn func(int64, []byte) error) error {
 // filter starts from the header of the key the server just reserved, so
 // its defaults (expansion, bucket size) apply.
 //
-// The finished filter is loaded into tmp, verified (the server's dump
-// digest against the one sent), and, when tmp is not final, renamed to
-// final. With live set (the items come from a database written to during
-// the load), a second pass then re-reads the items and sends those the
-// first pass did not see, with BF.MADD, into final, now complete: together
-// with writers that add to KEY:bfload-tmp (NOCREATE) before they add to
-// KEY, no item committed before the swap is missing from the new filter
-// (see examples/cachepenetration). No writer touches tmp while its chunks
-// are loaded, so none of their adds can be overwritten by a chunk.
+// The reserved key stays while the items are read: a load that finds it
+// gone when the finished filter is ready fails (someone deleted it, so
+// someone else is at work on this key). The finished filter then replaces
+// it (DEL and the header's LOADCHUNK in one transaction, as LOADCHUNK
+// loads a header only into a missing key), chunk by chunk, each only while
+// this run holds the lock, so a run that lost it (--force) never
+// overwrites the filter of the run that holds it now. It is verified (the
+// server's dump digest against the one sent) and, when tmp is not final,
+// renamed to final. With live set (the items come from a database written
+// to during the load), a second pass then re-reads the items and sends
+// those the first pass did not see, with BF.INSERT … NOCREATE, into final,
+// now complete: together with writers that add to KEY:bfload-tmp
+// (NOCREATE) before they add to KEY, no item committed before the swap is
+// missing from the new filter (see examples/cachepenetration). No writer
+// touches tmp while its chunks are loaded, so none of their adds can be
+// overwritten by a chunk.
 func (l *loader) build(ctx context.Context, tmp, final string, read source, live bool) (string, error) {
 	k := l.kind()
 	var f localFilter
 	if k == bloom {
 		v, err := l.c.Do(ctx, "BF.SCANDUMP", tmp, 0).Slice()
 		if err != nil {
-			return "", fmt.Errorf("BF.SCANDUMP: %w", err)
+			return "", vanished(tmp, fmt.Errorf("BF.SCANDUMP: %w", err))
 		}
 		hdr, _ := v[1].(string)
 		ch, err := scalable.ParseChainHeader([]byte(hdr), math.MaxUint64)
@@ -440,16 +476,13 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 		// header follows from CF.INFO.
 		in, err := getInfo(ctx, l.c, k, tmp)
 		if err != nil {
-			return "", fmt.Errorf("CF.INFO: %w", err)
+			return "", vanished(tmp, fmt.Errorf("CF.INFO: %w", err))
 		}
 		cf, err := scalable.ParseCuckooHeader(emptyCuckooHeader(in), math.MaxUint64)
 		if err != nil {
 			return "", fmt.Errorf("the reserved filter's header: %w", err)
 		}
 		f = localCuckoo{cf}
-	}
-	if err := l.c.Del(ctx, tmp).Err(); err != nil {
-		return "", err
 	}
 	var n int64
 	err := read(func(item []byte) error {
@@ -476,9 +509,26 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	var shipped int64
 	err = f.dump(func(iter int64, data []byte) error {
 		h.Write(data)
+		first := shipped == 0
 		shipped += int64(len(data))
-		if err := l.c.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data).Err(); err != nil {
-			return fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err)
+		var check func(*redis.Tx) error
+		if first {
+			check = func(tx *redis.Tx) error {
+				n, err := tx.Exists(ctx, tmp).Result()
+				if err == nil && n == 0 {
+					err = errGone
+				}
+				return err
+			}
+		}
+		err := l.cl.do(ctx, check, func(p redis.Pipeliner) {
+			if first {
+				p.Del(ctx, tmp)
+			}
+			p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
+		})
+		if err != nil {
+			return vanished(tmp, fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err))
 		}
 		l.rep.event(slog.LevelDebug, "chunk", "key", tmp, "iter", iter, "bytes", len(data))
 		return nil
@@ -488,15 +538,16 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	}
 	got, err := dumpDigest(ctx, l.c, k, tmp)
 	if err != nil {
-		return "", fmt.Errorf("verifying: %w", err)
+		return "", vanished(tmp, fmt.Errorf("verifying: %w", err))
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); got.sum != sum {
 		return "", fmt.Errorf("verifying: the server's dump (sha256 %s) differs from the one sent (%s)", got.sum, sum)
 	}
 	note := fmt.Sprintf("built here and sent as %s in %d bytes", k.cmd("LOADCHUNK"), shipped)
 	if tmp != final {
-		if err := l.c.Rename(ctx, tmp, final).Err(); err != nil {
-			return "", fmt.Errorf("RENAME %s %s: %w", showKey(tmp), showKey(final), err)
+		err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, final) })
+		if err != nil {
+			return "", vanished(tmp, err)
 		}
 	}
 	if !live {
@@ -567,7 +618,7 @@ func (l *loader) send(ctx context.Context, batches <-chan []any, prefix int) err
 func checkBatch(c *redis.Cmd) error {
 	v, err := c.Result()
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.Args()[0], err)
+		return vanished(fmt.Sprint(c.Args()[1]), fmt.Errorf("%s: %w", c.Args()[0], err))
 	}
 	a, ok := v.([]any)
 	if !ok {
