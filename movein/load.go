@@ -521,11 +521,16 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 				return err
 			}
 		}
-		err := l.cl.do(ctx, check, func(p redis.Pipeliner) {
-			if first {
-				p.Del(ctx, tmp)
-			}
-			p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
+		// A data chunk goes in pieces, each in a transaction of its own:
+		// a transaction is one log entry on bfserver, which a 16 MiB
+		// chunk would make costly in memory (see command.Pieces).
+		err := inPieces(iter, data, first, func(iter int64, data []byte) error {
+			return l.cl.do(ctx, check, func(p redis.Pipeliner) {
+				if first {
+					p.Del(ctx, tmp)
+				}
+				p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
+			})
 		})
 		if err != nil {
 			return vanished(tmp, fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err))
@@ -678,4 +683,25 @@ func readQuery(ctx context.Context, conn *pgx.Conn, query string, emit func([]by
 		}
 	}
 	return rows.Err()
+}
+
+// pieceBytes bounds the data of one LOADCHUNK the load sends.
+const pieceBytes = 1 << 20
+
+// inPieces calls send with data (a dump chunk SCANDUMP gave with iterator
+// iter) in pieces of at most pieceBytes, in order, each with the
+// iterator a LOADCHUNK of those bytes alone takes (Bloom and Cuckoo chunks
+// both start at iter − len − 1); a header (whole) goes as it is.
+func inPieces(iter int64, data []byte, whole bool, send func(int64, []byte) error) error {
+	n := int64(len(data))
+	if whole || n <= pieceBytes {
+		return send(iter, data)
+	}
+	for from := int64(0); from < n; from += pieceBytes {
+		to := min(from+pieceBytes, n)
+		if err := send(iter-(n-to), data[from:to]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

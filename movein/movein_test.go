@@ -87,3 +87,39 @@ func TestLoadFlagsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestInPieces: a chunk sent in pieces covers its bytes once, in order,
+// each piece at the iterator a LOADCHUNK of it alone takes; a header or
+// a small chunk goes whole.
+func TestInPieces(t *testing.T) {
+	data := make([]byte, 2*pieceBytes+5)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	const iter = 1000 + 2*pieceBytes + 5 + 1 // a chunk at offset 1000
+	var got []byte
+	err := inPieces(iter, data, false, func(it int64, d []byte) error {
+		if len(d) > pieceBytes {
+			t.Fatalf("a piece of %d bytes", len(d))
+		}
+		if off := it - int64(len(d)) - 1; off != 1000+int64(len(got)) {
+			t.Fatalf("piece at offset %d, want %d", off, 1000+len(got))
+		}
+		got = append(got, d...)
+		return nil
+	})
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("pieces carried %d bytes (%v)", len(got), err)
+	}
+	calls := 0
+	inPieces(iter, data, true, func(it int64, d []byte) error {
+		calls++
+		if it != iter || len(d) != len(data) {
+			t.Fatal("a header was split")
+		}
+		return nil
+	})
+	if calls != 1 {
+		t.Fatalf("%d calls for a header", calls)
+	}
+}
