@@ -1,6 +1,9 @@
 package command
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // Users is the replicated ACL user table: each user's name and rules, the
 // words ACL LIST shows after the name ("on", "#<sha256>", "~k*", "-@all",
@@ -53,3 +56,46 @@ func (u Users) Clone() Users {
 	}
 	return out
 }
+
+// UserTable holds the current user table at a version, for the state
+// machine and memstore alike. Versions count changes and loads in this
+// process; they are not replicated. The zero value holds no table: Set
+// one before Load.
+type UserTable struct {
+	p atomic.Pointer[usersAt]
+}
+
+// usersAt is the table at one version, and a channel closed when the
+// next version replaces it.
+type usersAt struct {
+	version uint64
+	users   Users
+	changed chan struct{}
+}
+
+// Set makes u (not to be modified afterwards) the current table. One
+// caller at a time.
+func (t *UserTable) Set(u Users) {
+	old := t.p.Load()
+	next := &usersAt{version: 1, users: u, changed: make(chan struct{})}
+	if old != nil {
+		next.version = old.version + 1
+	}
+	t.p.Store(next)
+	if old != nil {
+		close(old.changed)
+	}
+}
+
+// Load returns the table (not to be modified), its version and a channel
+// closed when it next changes.
+func (t *UserTable) Load() (version uint64, users Users, changed <-chan struct{}) {
+	u := t.p.Load()
+	return u.version, u.users, u.changed
+}
+
+// Users is the current table (not to be modified).
+func (t *UserTable) Users() Users { return t.p.Load().users }
+
+// Version is the current table's version.
+func (t *UserTable) Version() uint64 { return t.p.Load().version }

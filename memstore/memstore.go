@@ -6,7 +6,6 @@ package memstore
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -17,21 +16,13 @@ import (
 type Store struct {
 	mu    sync.Mutex
 	ks    *keyspace.Keyspace
-	users atomic.Pointer[usersAt] // replaced, never changed, on every change
-}
-
-// usersAt is the user table at one version, and a channel closed when the
-// next version replaces it.
-type usersAt struct {
-	version uint64
-	users   command.Users
-	changed chan struct{}
+	users command.UserTable
 }
 
 // New returns an empty store.
 func New() *Store {
 	s := &Store{ks: keyspace.New()}
-	s.users.Store(&usersAt{version: 1, users: command.Users{}, changed: make(chan struct{})})
+	s.users.Set(command.Users{})
 	return s
 }
 
@@ -40,11 +31,8 @@ func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]keyspace.Result, len(cmds))
-	next := s.ks.ApplyEntry(cmds, out, func() command.Users { return s.users.Load().users }, nil)
-	if next != nil {
-		old := s.users.Load()
-		s.users.Store(&usersAt{version: old.version + 1, users: next, changed: make(chan struct{})})
-		close(old.changed)
+	if next := s.ks.ApplyEntry(cmds, out, s.users.Users, nil); next != nil {
+		s.users.Set(next)
 	}
 	return out, nil
 }
@@ -57,10 +45,7 @@ func (s *Store) State() *keyspace.Keyspace { return s.ks }
 
 // Users returns the ACL user table (not to be modified), its version and a
 // channel closed when it next changes.
-func (s *Store) Users() (uint64, map[string][]string, <-chan struct{}) {
-	u := s.users.Load()
-	return u.version, u.users, u.changed
-}
+func (s *Store) Users() (uint64, map[string][]string, <-chan struct{}) { return s.users.Load() }
 
 // UsersVersion is the user table's version.
-func (s *Store) UsersVersion() uint64 { return s.users.Load().version }
+func (s *Store) UsersVersion() uint64 { return s.users.Version() }

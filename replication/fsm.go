@@ -65,7 +65,7 @@ type fsm struct {
 	// users is the replicated ACL user table (ACL SETUSER, DELUSER), kept
 	// in the image like members; each change stores a new table, so
 	// readers (the RESP layer, every command) need no lock.
-	users atomic.Pointer[usersAt]
+	users command.UserTable
 	dec   command.Decoder // Apply's; its commands last until the next entry
 	// halt is why the state machine stopped, once it met an entry it
 	// cannot apply; halted is closed then.
@@ -86,29 +86,6 @@ const (
 	votersKey  = "voters"
 	usersKey   = "users"
 )
-
-// usersAt is the user table at one version, and a channel closed when the
-// next version replaces it. Versions count changes and loads in this
-// process; they are not replicated.
-type usersAt struct {
-	version uint64
-	users   command.Users
-	changed chan struct{}
-}
-
-// setUsers makes u the current user table (under mu, or before the fsm is
-// shared).
-func (f *fsm) setUsers(u command.Users) {
-	old := f.users.Load()
-	next := &usersAt{version: 1, users: u, changed: make(chan struct{})}
-	if old != nil {
-		next.version = old.version + 1
-	}
-	f.users.Store(next)
-	if old != nil {
-		close(old.changed)
-	}
-}
 
 func newFSM(store *persistence.Store, log *slog.Logger) (*fsm, error) {
 	f := &fsm{store: store, log: log, advance: make(chan struct{}), members: map[string]string{}, halted: make(chan struct{})}
@@ -154,7 +131,7 @@ func (f *fsm) load() error {
 	f.persisted = applied
 	f.members = members
 	f.voters = voters
-	f.setUsers(users)
+	f.users.Set(users)
 	f.mu.Unlock()
 	f.changed.Store(applied)
 	f.setApplied(applied)
@@ -255,7 +232,7 @@ func (f *fsm) apply(l *raft.Log) any {
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
-	users := ks.ApplyEntry(cmds, out, func() command.Users { return f.users.Load().users }, func(c *command.Cmd) bool {
+	users := ks.ApplyEntry(cmds, out, f.users.Users, func(c *command.Cmd) bool {
 		switch c.Op {
 		case command.SetMember:
 			f.members[string(c.Key)] = string(c.Data)
@@ -267,7 +244,7 @@ func (f *fsm) apply(l *raft.Log) any {
 		return true
 	})
 	if users != nil {
-		f.setUsers(users)
+		f.users.Set(users)
 	}
 	f.mu.Unlock()
 	f.applying.Store(0)
@@ -416,7 +393,7 @@ func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 	}
 	members, _ := json.Marshal(f.members)
 	voters, _ := json.Marshal(f.voters)
-	users, _ := json.Marshal(f.users.Load().users)
+	users, _ := json.Marshal(f.users.Users())
 	cut := f.ks.Load().Cut()
 	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters, usersKey: users})
 	if err != nil {
@@ -446,10 +423,7 @@ func (f *fsm) memberAddr(id string) string {
 
 // userTable is the ACL user table (not to be modified), its version and a
 // channel closed when it next changes.
-func (f *fsm) userTable() (uint64, map[string][]string, <-chan struct{}) {
-	u := f.users.Load()
-	return u.version, u.users, u.changed
-}
+func (f *fsm) userTable() (uint64, map[string][]string, <-chan struct{}) { return f.users.Load() }
 
 func (f *fsm) memberList() map[string]string {
 	f.mu.Lock()

@@ -583,7 +583,7 @@ func (n *Node) State() *keyspace.Keyspace { return n.fsm.ks.Load() }
 func (n *Node) Users() (uint64, map[string][]string, <-chan struct{}) { return n.fsm.userTable() }
 
 // UsersVersion is the version of the user table Users returns.
-func (n *Node) UsersVersion() uint64 { return n.fsm.users.Load().version }
+func (n *Node) UsersVersion() uint64 { return n.fsm.users.Version() }
 
 // Ready reports whether this node can serve: its state is loaded (Open
 // returned), a leader is known, it did not stop at an entry it cannot
