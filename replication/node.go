@@ -289,13 +289,31 @@ func Open(opts Options) (*Node, error) {
 	// default), so what was accepted is never refused at the next start.
 	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
 		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes)}
+	// The Raft log opens (bbolt reads its tree to rebuild the freelist)
+	// while the image loads: the two read different files, and neither
+	// needs the other until Raft starts.
+	began := time.Now()
+	logs := make(chan logOpened, 1)
+	go func() {
+		s, err := openLogStore(opts.DataDir, opts.Fsync == FsyncAlways)
+		logs <- logOpened{s, err}
+	}()
 	if n.store, err = persistence.Open(imageOpts); err != nil {
+		closeLogStore(logs)
 		return nil, err
 	}
 	if n.fsm, err = newFSM(n.store, n.log); err != nil {
+		closeLogStore(logs)
 		n.store.Close()
 		return nil, err
 	}
+	n.log.Info("image loaded", "applied", n.fsm.applied.Load(), "took", time.Since(began).Round(time.Millisecond))
+	l := <-logs
+	if l.err != nil {
+		n.store.Close()
+		return nil, l.err
+	}
+	n.logs = l.store
 	if err := n.startRaft(); err != nil {
 		n.closeStores()
 		return nil, err
@@ -321,14 +339,25 @@ func openLogStore(dir string, sync bool) (*raftboltdb.BoltStore, error) {
 	})
 }
 
+// logOpened is openLogStore's result, from the goroutine that opens it.
+type logOpened struct {
+	store *raftboltdb.BoltStore
+	err   error
+}
+
+// closeLogStore closes the log store once it has opened, when the node
+// failed to open before it needed it.
+func closeLogStore(logs <-chan logOpened) {
+	if l := <-logs; l.err == nil {
+		l.store.Close()
+	}
+}
+
+// startRaft starts Raft on n.logs, open.
 func (n *Node) startRaft() error {
 	o := n.opts
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	var err error
-	n.logs, err = openLogStore(o.DataDir, o.Fsync == FsyncAlways)
-	if err != nil {
-		return err
-	}
 	// Whatever the policy, the log is synced before the image moves past it.
 	n.fsm.syncLog = n.logs.Sync
 	n.fsm.onConfig = n.configured

@@ -209,3 +209,42 @@ func replayDigests(t *testing.T, dir string) map[string]string {
 	}
 	return digestsOf(ks)
 }
+
+// manifestFault fails every read of the image's MANIFEST: the image does
+// not open.
+type manifestFault struct{}
+
+func (manifestFault) MaybeError(op errorfs.Op) error {
+	if strings.Contains(op.Path, "MANIFEST") && op.Kind.ReadOrWrite() == errorfs.OpIsRead {
+		return syscall.EIO
+	}
+	return nil
+}
+
+func (manifestFault) String() string { return "manifest fault" }
+
+// TestFailedOpenReleasesLog: a node whose image does not open reports it,
+// and closes the Raft log it opened alongside: the next start on the same
+// directory opens the log at once, where a log left open would keep its
+// lock and fail that start after bbolt's timeout.
+func TestFailedOpenReleasesLog(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir()}
+	n, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bad := opts
+	bad.ImageFS = errorfs.Wrap(vfs.Default, manifestFault{})
+	if n, err := Open(bad); err == nil {
+		n.Close()
+		t.Fatal("a node opened on an image it cannot read")
+	}
+	n, err = Open(opts)
+	if err != nil {
+		t.Fatalf("after a failed open: %v", err)
+	}
+	n.Close()
+}
