@@ -152,6 +152,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest")}
 	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}}
+	// A damaged block fails the read that met it, with Pebble's error (a
+	// load then fails, the node does not start); by default Pebble would
+	// also call Fatalf, which parks the reader forever.
+	po.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+		pebbleLogger{s}.Errorf("%s", info)
+	}}
 	for i := range po.Levels {
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		po.Levels[i].BlockSize = 64 << 10
