@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,14 +11,134 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
+
+// loadBoth loads the image table by table (when it is one sorted run) and
+// through Pebble's iterators, checks both give the same keyspace, and
+// returns it.
+func loadBoth(t *testing.T, s *Store) *keyspace.Keyspace {
+	t.Helper()
+	direct, applied, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.throughPebble = true
+	generic, applied2, err := s.Load()
+	s.throughPebble = false
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != applied2 {
+		t.Fatalf("applied %d table by table, %d through Pebble", applied, applied2)
+	}
+	sameDigests(t, digests(generic), digests(direct))
+	return direct
+}
+
+// sortedRun reports whether the image's chunks are one sorted run a load
+// reads table by table.
+func sortedRun(s *Store) bool {
+	run := s.openChunkRun()
+	for _, r := range run {
+		r.Close()
+	}
+	return run != nil
+}
+
+// chunkVersions counts the chunks in a sorted run's tables, and their
+// records (versions).
+func chunkVersions(t *testing.T, s *Store) (keys, records int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range s.openChunkRun() {
+		it, err := r.NewCompactionIter(sstable.IterTransforms{}, sstable.NoReadEnv, nil, sstable.TableBlobContext{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kv := it.First(); kv != nil; kv = it.Next() {
+			if kv.K.UserKey[0] == 'c' {
+				records++
+				seen[string(kv.K.UserKey)] = true
+			}
+		}
+		it.Close()
+		r.Close()
+	}
+	return len(seen), records
+}
 
 func bfAdd(k *keyspace.Keyspace, key, prefix string, n int) {
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: items(prefix, n), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
 }
 
+// TestLoadSortedRun: writes over the same chunks leave them in several
+// levels, which load through Pebble; once compacted they are one sorted
+// run, which loads table by table to the same keyspace, the live one,
+// also when the compaction kept older versions of chunks for a snapshot
+// open across it, when a key was replaced (its chunks range-deleted), and
+// after a flush that changed no filter.
+func TestLoadSortedRun(t *testing.T) {
+	s := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	idx := uint64(0)
+	// step writes the changes (and extra) and checks whether the image is
+	// one sorted run, and that it loads back to k either way.
+	step := func(extra map[string][]byte, run bool, what string) {
+		t.Helper()
+		idx++
+		if err := write(s, k, extra, idx); err != nil {
+			t.Fatal(err)
+		}
+		if sortedRun(s) != run {
+			t.Fatalf("%s: one sorted run is %v, want %v", what, !run, run)
+		}
+		sameDigests(t, digests(k), digests(loadBoth(t, s)))
+	}
+	compact := func() {
+		t.Helper()
+		if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+			t.Fatal(err)
+		}
+		if !sortedRun(s) {
+			t.Fatal("not one sorted run after a compaction")
+		}
+		sameDigests(t, digests(k), digests(loadBoth(t, s)))
+	}
+	bfAdd(k, "b", "a", 50000)
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c"), Items: items("x", 1000), Multi: true, Capacity: 64, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})
+	step(nil, true, "the first write into an empty image")
+	bfAdd(k, "b", "b", 20000)
+	bfAdd(k, "d", "d", 100)
+	step(nil, false, "a second write over the same chunks")
+
+	snap := s.NewSnapshot() // keeps the chunks written so far through the compaction
+	bfAdd(k, "b", "c", 20000)
+	step(nil, false, "a third write")
+	compact()
+	if keys, records := chunkVersions(t, s); records <= keys {
+		t.Fatalf("the compaction kept %d records of %d chunks: no older versions for the snapshot", records, keys)
+	}
+	snap.Close()
+
+	// "d" replaced: its old chunks go by a range deletion.
+	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("d")}})
+	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("d"), ErrorRate: 0.001, Capacity: 5000, Expansion: 1, MaxBytes: 1 << 30})
+	bfAdd(k, "d", "e", 10)
+	step(nil, false, "a replaced key")
+	compact()
+
+	// A flush that changed no filter spans the chunks' range (the applied
+	// index to the replicated metadata) without holding any.
+	step(map[string][]byte{"members": []byte("{}")}, true, "a flush without chunks")
+	bfAdd(k, "b", "f", 10)
+	step(nil, false, "a flush with chunks over the run")
+}
+
 // TestLoadDamagedTable: a flipped byte in a table's chunks fails the load
-// with an error, never a panic, a hang or a filter loaded with it.
+// with an error, table by table and through Pebble alike, never a panic
+// or a filter loaded with it.
 func TestLoadDamagedTable(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(Options{Dir: dir})
@@ -29,6 +150,9 @@ func TestLoadDamagedTable(t *testing.T) {
 	bfAdd(k, "b", "a", 200000)
 	if err := write(s, k, nil, 1); err != nil {
 		t.Fatal(err)
+	}
+	if !sortedRun(s) {
+		t.Fatal("not one sorted run")
 	}
 	s.Close()
 	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
@@ -44,16 +168,19 @@ func TestLoadDamagedTable(t *testing.T) {
 	f.WriteAt(b[:], off)
 	f.Close()
 
-	s, err = Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
+	for _, through := range []bool{false, true} {
+		s, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.throughPebble = through
+		_, _, err = s.Load()
+		s.Close()
+		if err == nil || !strings.Contains(err.Error(), "checksum") && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("through Pebble %v: loading a damaged table: %v", through, err)
+		}
+		t.Logf("through Pebble %v: %v", through, err)
 	}
-	_, _, err = s.Load()
-	s.Close()
-	if err == nil || !strings.Contains(err.Error(), "checksum") && !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("loading a damaged table: %v", err)
-	}
-	t.Log(err)
 }
 
 func fileSize(t *testing.T, path string) int64 {
