@@ -24,7 +24,8 @@ import (
 // paced by the CPU, not the disk, so it spares the CPU what it can.
 //
 // When the tables holding chunks are one sorted run with nothing
-// deleted, merged or shadowed (what a full compaction leaves), each table is read on its own, front to back with the
+// deleted, merged or shadowed (what a snapshot's compaction leaves, see
+// CompactShadowed), each table is read on its own, front to back with the
 // operating system's read-ahead, into a few reused buffers: no block
 // cache, no allocation per block, no merge. Otherwise the chunks load
 // through Pebble's iterators, in key ranges.

@@ -136,6 +136,41 @@ func TestLoadSortedRun(t *testing.T) {
 	step(nil, false, "a flush with chunks over the run")
 }
 
+// TestCompactShadowed: chunks written over and over sit in several
+// levels; CompactShadowed rewrites them into the bottom one, once.
+func TestCompactShadowed(t *testing.T) {
+	s := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	for i := 0; i < 4; i++ {
+		bfAdd(k, "b", string(rune('a'+i)), 100000) // every chunk dirty
+		if err := write(s, k, nil, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	levels := s.db.Metrics().Levels
+	before := s.db.Metrics().Total().TablesSize
+	if levels[len(levels)-1].TablesSize*4 >= before*3 {
+		t.Fatalf("the writes left %d of %d bytes in the bottom level: nothing shadowed", levels[len(levels)-1].TablesSize, before)
+	}
+	did, err := s.CompactShadowed()
+	if err != nil || !did {
+		t.Fatalf("compacted %v, %v", did, err)
+	}
+	m := s.db.Metrics()
+	live := int64(k.Lookup(0, []byte("b"), 0).Bloom.Bytes())
+	if bottom := m.Levels[len(m.Levels)-1].TablesSize; bottom != m.Total().TablesSize || bottom > live+live/8 {
+		t.Fatalf("after compacting: %d bytes at the bottom of %d (%d before) for a %d-byte filter", bottom, m.Total().TablesSize, before, live)
+	}
+	if did, err := s.CompactShadowed(); did || err != nil {
+		t.Fatalf("compacted a compacted image: %v, %v", did, err)
+	}
+	if !sortedRun(s) {
+		t.Fatal("not one sorted run after CompactShadowed")
+	}
+	sameDigests(t, digests(k), digests(loadBoth(t, s)))
+}
+
 // TestLoadDamagedTable: a flipped byte in a table's chunks fails the load
 // with an error, table by table and through Pebble alike, never a panic
 // or a filter loaded with it.

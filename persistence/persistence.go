@@ -395,6 +395,31 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	return t, nil
 }
 
+// CompactShadowed rewrites the image as one sorted run in the bottom level
+// when the tables above it hold more than a quarter of its bytes, and
+// reports whether it did. A bulk load flushes the same chunks again and
+// again faster than Pebble compacts them, leaving each in several levels:
+// every later load, and every snapshot, reads all of them (a 943 MiB image
+// was seen at 3.3 GB). It refuses with less free space than the image and
+// the reserve; it can run alongside writes and open snapshots.
+func (s *Store) CompactShadowed() (bool, error) {
+	levels := s.db.Metrics().Levels
+	var upper, total int64
+	for i, l := range levels {
+		total += l.TablesSize
+		if i < len(levels)-1 {
+			upper += l.TablesSize
+		}
+	}
+	if upper*4 <= total {
+		return false, nil
+	}
+	if err := s.checkSpace(uint64(total)); err != nil {
+		return false, err
+	}
+	return true, s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+}
+
 func compareStrings(a, b string) int {
 	switch {
 	case a < b:

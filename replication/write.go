@@ -193,8 +193,7 @@ func (n *Node) snapshotDue() bool {
 	if n.fsm.entries.Load() >= n.opts.SnapshotThreshold && logged >= n.fsm.ks.Load().Bytes()/16 {
 		return true
 	}
-	quiet := time.Since(time.Unix(0, n.fsm.lastEntry.Load())) > 2*time.Second
-	return logged > n.opts.SnapshotLogBytes/8 && quiet
+	return logged > n.opts.SnapshotLogBytes/8 && n.fsm.quiet()
 }
 
 // snapshotRetry is how long a failed snapshot by log size waits before
