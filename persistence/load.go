@@ -30,10 +30,18 @@ import (
 // cache, no allocation per block, no merge. Otherwise the chunks load
 // through Pebble's iterators, in key ranges.
 //
-// Either way loadWorkers load at once, so that the disk always has reads
-// waiting, whatever the cores: from a cold page cache, 943 MiB loaded in
-// 1.42 s with 2 ranges and 1.05 s with 8 on 2 cores.
-const loadWorkers = 8
+// Through Pebble, loadWorkers ranges load at once, so that the disk
+// always has reads waiting, whatever the cores: from a cold page cache,
+// 943 MiB loaded in 1.42 s with 2 ranges and 1.05 s with 8 on 2 cores.
+// Table by table, each table reads ahead by itself, and tableWorkers
+// suffice: with 8 the read-ahead queued before the Raft log's own reads
+// (bbolt rebuilds its freelist alongside the load, one page at a time)
+// and a start took 0.82-1.12 s, with 4 0.81-0.93 s (same image, 6 runs
+// each, alternating).
+const (
+	loadWorkers  = 8
+	tableWorkers = 4
+)
 
 // Chunk keys are in ["c", "d").
 var chunksLo, chunksHi = []byte("c"), []byte("d")
@@ -260,11 +268,11 @@ func (s *Store) openTable(name string) (*sstable.Reader, error) {
 }
 
 // loadTables loads the chunks of a sorted run's tables (openChunkRun),
-// loadWorkers tables at a time, in key order, and closes them.
+// tableWorkers tables at a time, in key order, and closes them.
 func loadTables(k *keyspace.Keyspace, tables []runTable) error {
 	var next atomic.Int64
 	var failed atomic.Bool
-	err := parallel(min(loadWorkers, len(tables)), func(int) error {
+	err := parallel(min(tableWorkers, len(tables)), func(int) error {
 		var pool block.BufferPool
 		pool.Init(4)
 		defer pool.Release()
