@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -685,21 +686,18 @@ func readQuery(ctx context.Context, conn *pgx.Conn, query string, emit func([]by
 	return rows.Err()
 }
 
-// pieceBytes bounds the data of one LOADCHUNK the load sends.
-const pieceBytes = 1 << 20
-
 // inPieces calls send with data (a dump chunk SCANDUMP gave with iterator
-// iter) in pieces of at most pieceBytes, in order, each with the
-// iterator a LOADCHUNK of those bytes alone takes (Bloom and Cuckoo chunks
-// both start at iter − len − 1); a header (whole) goes as it is.
+// iter) as the server would write it: in the pieces command.Pieces cuts,
+// each with the iterator a LOADCHUNK of those bytes alone takes (the same
+// for Bloom and Cuckoo chunks, which both start at iter − len − 1); a header
+// (whole), or a chunk small enough, as it is.
 func inPieces(iter int64, data []byte, whole bool, send func(int64, []byte) error) error {
-	n := int64(len(data))
-	if whole || n <= pieceBytes {
+	pieces := command.Pieces(&command.Cmd{Op: command.BFLoadChunk, Iter: iter, Data: data})
+	if whole || pieces == nil {
 		return send(iter, data)
 	}
-	for from := int64(0); from < n; from += pieceBytes {
-		to := min(from+pieceBytes, n)
-		if err := send(iter-(n-to), data[from:to]); err != nil {
+	for _, p := range pieces {
+		if err := send(p.Iter, p.Data); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
 )
 
@@ -92,14 +93,14 @@ func TestLoadFlagsValidate(t *testing.T) {
 // each piece at the iterator a LOADCHUNK of it alone takes; a header or
 // a small chunk goes whole.
 func TestInPieces(t *testing.T) {
-	data := make([]byte, 2*pieceBytes+5)
+	data := make([]byte, 2*command.MaxPiece+5)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	const iter = 1000 + 2*pieceBytes + 5 + 1 // a chunk at offset 1000
+	const iter = 1000 + 2*command.MaxPiece + 5 + 1 // a chunk at offset 1000
 	var got []byte
 	err := inPieces(iter, data, false, func(it int64, d []byte) error {
-		if len(d) > pieceBytes {
+		if len(d) > command.MaxPiece {
 			t.Fatalf("a piece of %d bytes", len(d))
 		}
 		if off := it - int64(len(d)) - 1; off != 1000+int64(len(got)) {
