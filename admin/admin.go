@@ -352,8 +352,8 @@ func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
 	var f filterStat
 	switch v.Kind {
 	case keyspace.KindBloom:
-		links := v.Bloom.Links()
-		f = filterStat{typ: "bloom", bytes: float64(v.Bloom.MemUsage()), target: v.Bloom.ErrorRate(),
+		links := v.Bloom().Links()
+		f = filterStat{typ: "bloom", bytes: float64(v.Bloom().MemUsage()), target: v.Bloom().ErrorRate(),
 			initial: float64(links[0].Entries)}
 		pass := 1.0
 		for _, l := range links {
@@ -364,7 +364,7 @@ func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
 		}
 		f.fpr = 1 - pass
 	case keyspace.KindCuckoo:
-		i := v.Cuckoo.Info()
+		i := v.Cuckoo().Info()
 		slots := float64(i.Slots)
 		f = filterStat{typ: "cuckoo", bytes: float64(i.Size), items: float64(i.NumItems), capacity: slots,
 			initial: float64(i.NumBuckets) * float64(i.BucketSize), target: scalable.CuckooErrorRate(i.BucketSize)}

@@ -23,7 +23,7 @@ func bloom(t *testing.T, capacity uint64, errRate float64, nonScaling bool, item
 			t.Fatal(err)
 		}
 	}
-	return &keyspace.Value{Kind: keyspace.KindBloom, Bloom: c}
+	return keyspace.BloomValue(c)
 }
 
 func scrapeKeyspace(k *keyspace.Keyspace, fs *FilterSeries) string {
@@ -100,7 +100,7 @@ func TestEstimates(t *testing.T) {
 	}
 	// A dump header whose link claims ten times its capacity.
 	v := bloom(t, 1000, 0.01, true, 0)
-	h := v.Bloom.Header()
+	h := v.Bloom().Header()
 	claim := uint64(10000)
 	for i := range 8 {
 		h[i], h[20+16+i] = byte(claim>>(8*i)), byte(claim>>(8*i))
@@ -109,7 +109,7 @@ func TestEstimates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := describe(&keyspace.Value{Kind: keyspace.KindBloom, Bloom: loaded}, 2); !f.rebuild || f.fpr < 0.5 {
+	if f, _ := describe(keyspace.BloomValue(loaded), 2); !f.rebuild || f.fpr < 0.5 {
 		t.Fatalf("overfilled by its counters: %+v", f)
 	}
 
@@ -117,7 +117,7 @@ func TestEstimates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cv := &keyspace.Value{Kind: keyspace.KindCuckoo, Cuckoo: cf}
+	cv := keyspace.CuckooValue(cf)
 	if f, _ := describe(cv, 2); f.fpr != 0 || f.rebuild || f.initial != 64 {
 		t.Fatalf("empty cuckoo: %+v", f)
 	}

@@ -108,9 +108,15 @@ const MaxHashes = 1100
 // set atomically, and a bit once set is never cleared outside LoadChunk.
 type Bloom struct {
 	*shape
-	words []uint64
+	// w is the first of the shape's nwords words (words() is the slice):
+	// a pointer, not a slice, since the length is the shape's, so that a
+	// small filter's chain fits a smaller size class (docs/STORAGE.md).
+	w *uint64
 	Dirty
 }
+
+// words is the bit array.
+func (b *Bloom) words() []uint64 { return unsafe.Slice(b.w, b.nwords) }
 
 // shape is what a Bloom filter's parameters determine. Filters of the same
 // parameters share one (shapeOf): a server may hold hundreds of thousands
@@ -121,6 +127,8 @@ type shape struct {
 	mod   uint64
 	recip uint64 // floor((2^64−1)/mod), for division-free remainders
 	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
+	// nwords is the bit array's length in words, (Bytes+7)/8.
+	nwords uint64
 }
 
 // NewBloom allocates a zeroed filter with the given parameters.
@@ -134,8 +142,12 @@ func NewBloom(p BloomParams) *Bloom {
 // Bloom embedded in a larger struct (one allocation instead of two). A
 // Bloom must not be copied once initialised.
 func (b *Bloom) Init(p BloomParams) {
-	*b = Bloom{shape: shapeOf(p), words: make([]uint64, (p.Bytes+7)/8), Dirty: newDirty(p.Bytes)}
-	adviseHuge(b.words)
+	words := make([]uint64, (p.Bytes+7)/8)
+	*b = Bloom{shape: shapeOf(p), Dirty: newDirty(p.Bytes)}
+	if len(words) > 0 {
+		b.w = &words[0]
+	}
+	adviseHuge(words)
 }
 
 // shapes interns shapes by their parameters. An entry goes when no filter
@@ -167,7 +179,7 @@ func shapeOf(p BloomParams) *shape {
 	if s := shapes.m[k].Value(); s != nil {
 		return s
 	}
-	s := &shape{BloomParams: p, mod: p.Bits}
+	s := &shape{BloomParams: p, mod: p.Bits, nwords: (p.Bytes + 7) / 8}
 	if p.N2 > 0 {
 		s.mod = uint64(1) << p.N2
 	}
@@ -242,10 +254,11 @@ func (b *Bloom) Test(h Hash) bool {
 		}
 		return true
 	}
+	words := b.words()
 	p := b.start(h)
 	for i := uint32(0); i < b.Hashes; i++ {
 		x := p.r
-		if atomic.LoadUint64(&b.words[x>>6])&(1<<(x&63)) == 0 {
+		if atomic.LoadUint64(&words[x>>6])&(1<<(x&63)) == 0 {
 			return false
 		}
 		p = b.next(p, h)
@@ -269,11 +282,12 @@ func (b *Bloom) Add(h Hash) bool {
 		return b.addBatched(h)
 	}
 	flipped := false
+	words := b.words()
 	p := b.start(h)
 	for i := uint32(0); i < b.Hashes; i++ {
 		x := p.r
 		p = b.next(p, h)
-		w := &b.words[x>>6]
+		w := &words[x>>6]
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
 			atomic.OrUint64(w, mask)
@@ -293,8 +307,9 @@ func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 		xs[i] = p.r
 		p = b.next(p, h)
 	}
+	words := b.words()
 	for i := 0; i < k; i++ {
-		ws[i] = atomic.LoadUint64(&b.words[xs[i]>>6])
+		ws[i] = atomic.LoadUint64(&words[xs[i]>>6])
 	}
 	return k
 }
@@ -307,9 +322,10 @@ func (b *Bloom) Prefetch(h Hash) {
 	if b.Bytes <= cacheResident {
 		return
 	}
+	words := b.words()
 	p := b.start(h)
 	for i := uint32(0); i < b.Hashes; i++ {
-		prefetch(&b.words[p.r>>6])
+		prefetch(&words[p.r>>6])
 		p = b.next(p, h)
 	}
 }
@@ -318,13 +334,14 @@ func (b *Bloom) addBatched(h Hash) bool {
 	var xs, ws [32]uint64
 	k := b.probe(h, &xs, &ws)
 	flipped := false
+	words := b.words()
 	for i := 0; i < k; i++ {
 		x := xs[i]
 		mask := uint64(1) << (x & 63)
 		if ws[i]&mask == 0 {
 			// ws may predate an OR of this call to the same word; setting a
 			// bit twice is harmless, and the first time it was clear.
-			atomic.OrUint64(&b.words[x>>6], mask)
+			atomic.OrUint64(&words[x>>6], mask)
 			b.mark(x >> 3)
 			flipped = true
 		}
@@ -334,9 +351,10 @@ func (b *Bloom) addBatched(h Hash) bool {
 
 // ReadBytes copies len(dst) bytes of the bit array starting at byte offset off.
 func (b *Bloom) ReadBytes(dst []byte, off uint64) {
+	words := b.words()
 	for i := 0; i < len(dst); {
 		pos := off + uint64(i)
-		w := atomic.LoadUint64(&b.words[pos>>3])
+		w := atomic.LoadUint64(&words[pos>>3])
 		if pos&7 == 0 && len(dst)-i >= 8 {
 			binary.LittleEndian.PutUint64(dst[i:], w)
 			i += 8
@@ -352,13 +370,13 @@ func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 // keyspace being loaded), so plain stores suffice. It records no change.
 // The caller has checked the range.
 func (b *Bloom) LoadBytes(src []byte, off uint64) {
-	if !littleEndian || len(b.words) == 0 {
+	if !littleEndian || b.w == nil {
 		b.WriteBytes(src, off)
 		return
 	}
 	// On a little-endian host byte i of the array is byte i%8 of word i/8
 	// in memory too.
-	all := unsafe.Slice((*byte)(unsafe.Pointer(&b.words[0])), len(b.words)*8)
+	all := unsafe.Slice((*byte)(unsafe.Pointer(b.w)), b.nwords*8)
 	copy(all[off:off+uint64(len(src))], src)
 }
 
@@ -368,15 +386,16 @@ var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(
 // caller has checked the range.
 func (b *Bloom) WriteBytes(src []byte, off uint64) {
 	b.markRange(off, uint64(len(src)))
+	words := b.words()
 	i := 0
 	for i < len(src) {
 		pos := off + uint64(i)
 		if pos&7 == 0 && len(src)-i >= 8 {
-			atomic.StoreUint64(&b.words[pos>>3], binary.LittleEndian.Uint64(src[i:]))
+			atomic.StoreUint64(&words[pos>>3], binary.LittleEndian.Uint64(src[i:]))
 			i += 8
 			continue
 		}
-		w := &b.words[pos>>3]
+		w := &words[pos>>3]
 		shift := (pos & 7) * 8
 		old := atomic.LoadUint64(w)
 		atomic.StoreUint64(w, old&^(0xff<<shift)|uint64(src[i])<<shift)

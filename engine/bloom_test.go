@@ -49,7 +49,7 @@ func TestProbePositions(t *testing.T) {
 			}
 			got := map[uint64]bool{}
 			for x := uint64(0); x < p.Bits; x++ {
-				if b.words[x>>6]&(1<<(x&63)) != 0 {
+				if b.words()[x>>6]&(1<<(x&63)) != 0 {
 					got[x] = true
 				}
 			}
@@ -93,7 +93,7 @@ func TestTestAgreesWithBits(t *testing.T) {
 			want := true
 			for i := uint64(0); i < uint64(p.Hashes); i++ {
 				x := (h.A + i*h.B) % p.Bits
-				if b.words[x>>6]&(1<<(x&63)) == 0 {
+				if b.words()[x>>6]&(1<<(x&63)) == 0 {
 					want = false
 				}
 			}

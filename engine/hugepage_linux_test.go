@@ -20,10 +20,10 @@ func TestLargeFilterGetsHugePages(t *testing.T) {
 	}
 	p, _ := SizeBloom(50_000_000, 0.01)
 	b := NewBloom(p)
-	for i := range b.words {
-		b.words[i] = uint64(i)
+	for i := range b.words() {
+		b.words()[i] = uint64(i)
 	}
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b.words)))
+	addr := uintptr(unsafe.Pointer(b.w))
 	huge, err := anonHugeKB(addr, addr+uintptr(p.Bytes))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestLargeFilterGetsHugePages(t *testing.T) {
 	if huge == 0 {
 		t.Fatalf("the %d MiB bit array has no huge pages", p.Bytes>>20)
 	}
-	for i, w := range b.words {
+	for i, w := range b.words() {
 		if w != uint64(i) {
 			t.Fatalf("word %d reads %d", i, w)
 		}

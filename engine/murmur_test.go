@@ -69,7 +69,7 @@ func TestRemMatchesDivision(t *testing.T) {
 	}
 	for _, m := range mods {
 		b := NewBloom(BloomParams{Bits: m, Bytes: 8})
-		b.words = nil
+		b.w = nil
 		for _, x := range xs {
 			if got, want := b.rem(x), x%m; got != want {
 				t.Fatalf("%d mod %d = %d, want %d", x, m, got, want)

@@ -24,12 +24,12 @@ func EncodeDump(v *Value) []byte {
 	switch v.Kind {
 	case KindBloom:
 		b = rdb.AppendLen([]byte{rdb.TypeModule2}, bloomID)
-		b = append(v.Bloom.AppendRDB(b), rdb.OpEOF)
+		b = append(v.Bloom().AppendRDB(b), rdb.OpEOF)
 	case KindCuckoo:
 		b = rdb.AppendLen([]byte{rdb.TypeModule2}, cuckooID)
-		b = append(v.Cuckoo.AppendRDB(b), rdb.OpEOF)
+		b = append(v.Cuckoo().AppendRDB(b), rdb.OpEOF)
 	default:
-		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, []byte(v.Str)))
+		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, []byte(v.Str())))
 	}
 	return rdb.Seal(b)
 }
@@ -41,10 +41,10 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 		return nil, ErrBadPayload
 	}
 	r := rdb.NewReader(body, maxBytes)
-	v := &Value{}
+	var v *Value
 	switch r.Byte() {
 	case rdbTypeString:
-		v.Kind, v.Str = KindString, string(r.RawString())
+		v = StringValue(string(r.RawString()))
 		if r.Err() != nil || len(r.Rest()) != 0 {
 			return nil, ErrBadFormat
 		}
@@ -55,11 +55,13 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 	}
 	switch r.Len() {
 	case bloomID:
-		v.Kind = KindBloom
-		v.Bloom, err = scalable.ChainFromRDB(r, maxBytes)
+		var ch *scalable.Chain
+		ch, err = scalable.ChainFromRDB(r, maxBytes)
+		v = BloomValue(ch)
 	case cuckooID:
-		v.Kind = KindCuckoo
-		v.Cuckoo, err = scalable.CuckooFromRDB(r, maxBytes)
+		var cf *scalable.Cuckoo
+		cf, err = scalable.CuckooFromRDB(r, maxBytes)
+		v = CuckooValue(cf)
 	default:
 		return nil, ErrBadFormat
 	}

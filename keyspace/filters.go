@@ -57,7 +57,7 @@ func (k *Keyspace) bfReserve(c *command.Cmd) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	k.set(c.DB, string(c.Key), &Value{Kind: KindBloom, Bloom: ch})
+	k.set(c.DB, string(c.Key), BloomValue(ch))
 	return Result{}
 }
 
@@ -74,13 +74,13 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		v = &Value{Kind: KindBloom, Bloom: ch}
+		v = BloomValue(ch)
 		k.set(c.DB, string(c.Key), v)
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}
 	for i, it := range c.Items {
-		prefetchNext(v.Bloom, c.Items, i)
-		added, err := v.Bloom.Add(it, c.MaxBytes)
+		prefetchNext(v.Bloom(), c.Items, i)
+		added, err := v.Bloom().Add(it, c.MaxBytes)
 		if err != nil {
 			r.Tail = mapScalable(err)
 			break
@@ -113,7 +113,7 @@ func (k *Keyspace) Prefetch(c *command.Cmd) {
 	if v == nil || v.Kind != KindBloom {
 		return
 	}
-	prefetchFirst(v.Bloom, c.Items)
+	prefetchFirst(v.Bloom(), c.Items)
 }
 
 // prefetchFirst starts loading the bits of the first PrefetchAhead items,
@@ -148,7 +148,7 @@ func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: mapScalable(err)}
 		}
-		k.set(c.DB, string(c.Key), &Value{Kind: KindBloom, Bloom: ch})
+		k.set(c.DB, string(c.Key), BloomValue(ch))
 		return Result{}
 	}
 	if err != nil {
@@ -157,7 +157,7 @@ func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 	if v == nil {
 		return Result{Err: ErrNotFound}
 	}
-	if err := v.Bloom.LoadPart(c.Iter, c.Data, rest(c)); err != nil {
+	if err := v.Bloom().LoadPart(c.Iter, c.Data, rest(c)); err != nil {
 		return Result{Err: mapScalable(err)}
 	}
 	k.changed(c.DB, c.Key)
@@ -176,7 +176,7 @@ func (k *Keyspace) cfReserve(c *command.Cmd) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	k.set(c.DB, string(c.Key), &Value{Kind: KindCuckoo, Cuckoo: cf})
+	k.set(c.DB, string(c.Key), CuckooValue(cf))
 	return Result{}
 }
 
@@ -207,15 +207,15 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		v = &Value{Kind: KindCuckoo, Cuckoo: cf}
+		v = CuckooValue(cf)
 		k.set(c.DB, string(c.Key), v)
 	}
-	if v.Cuckoo.Info().NumFilters >= uint64(c.MaxExpansions) {
+	if v.Cuckoo().Info().NumFilters >= uint64(c.MaxExpansions) {
 		return Result{Err: ErrMaxExpansions}
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}
 	for _, it := range c.Items {
-		switch v.Cuckoo.Insert(it, c.NX, c.MaxBytes) {
+		switch v.Cuckoo().Insert(it, c.NX, c.MaxBytes) {
 		case scalable.Inserted:
 			r.Ints = append(r.Ints, 1)
 		case scalable.Exists:
@@ -242,8 +242,8 @@ func (k *Keyspace) cfDel(c *command.Cmd) Result {
 	if err != nil || v == nil {
 		return Result{Err: ErrCFNotFound}
 	}
-	before := v.Cuckoo.Info().NumFilters
-	ok := v.Cuckoo.Delete(c.Items[0])
+	before := v.Cuckoo().Info().NumFilters
+	ok := v.Cuckoo().Delete(c.Items[0])
 	if ok {
 		k.cuckooChanged(c, v, before)
 	}
@@ -255,8 +255,8 @@ func (k *Keyspace) cfCompact(c *command.Cmd) Result {
 	if err != nil || v == nil {
 		return Result{Err: ErrCompactNotFound}
 	}
-	before := v.Cuckoo.Info().NumFilters
-	v.Cuckoo.Compact()
+	before := v.Cuckoo().Info().NumFilters
+	v.Cuckoo().Compact()
 	k.cuckooChanged(c, v, before)
 	return Result{}
 }
@@ -265,7 +265,7 @@ func (k *Keyspace) cfCompact(c *command.Cmd) Result {
 // to compaction is rewritten whole, so no stale chunk of a dropped
 // sub-filter stays in the stored image.
 func (k *Keyspace) cuckooChanged(c *command.Cmd, v *Value, before uint64) {
-	if v.Cuckoo.Info().NumFilters < before {
+	if v.Cuckoo().Info().NumFilters < before {
 		k.replaced(c.DB, string(c.Key))
 	} else {
 		k.changed(c.DB, c.Key)
@@ -289,7 +289,7 @@ func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: ErrCantCreate}
 		}
-		k.set(c.DB, string(c.Key), &Value{Kind: KindCuckoo, Cuckoo: cf})
+		k.set(c.DB, string(c.Key), CuckooValue(cf))
 		return Result{}
 	}
 	if err != nil {
@@ -298,7 +298,7 @@ func (k *Keyspace) cfLoadChunk(c *command.Cmd) Result {
 	if v == nil {
 		return Result{Err: ErrNotFound}
 	}
-	if err := v.Cuckoo.LoadPart(c.Iter, c.Data, rest(c)); err != nil {
+	if err := v.Cuckoo().LoadPart(c.Iter, c.Data, rest(c)); err != nil {
 		return Result{Err: ErrCantLoad}
 	}
 	k.changed(c.DB, c.Key)

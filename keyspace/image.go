@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/scalable"
@@ -126,7 +127,7 @@ func (c *Cut) Bytes() uint64 {
 		if ck.Full {
 			eachPart(ck.v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { n += size })
 			if ck.v != nil && ck.v.Kind == KindString {
-				n += uint64(len(ck.v.Str))
+				n += uint64(len(ck.v.Str()))
 			}
 			continue
 		}
@@ -190,11 +191,11 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 	}
 	switch v.Kind {
 	case KindBloom:
-		for i, l := range v.Bloom.Links() {
+		for i, l := range v.Bloom().Links() {
 			fn(uint32(i), l.BloomParams.Bytes, &l.Dirty, l.ReadBytes)
 		}
 	case KindCuckoo:
-		for i, t := range v.Cuckoo.Tables() {
+		for i, t := range v.Cuckoo().Tables() {
 			fn(uint32(i), uint64(len(t.Data)), &t.Dirty, func(dst []byte, off uint64) { copy(dst, t.Data[off:]) })
 		}
 	}
@@ -212,11 +213,11 @@ func encodeMeta(v *Value) []byte {
 	}
 	switch v.Kind {
 	case KindBloom:
-		return append(b, v.Bloom.Header()...)
+		return append(b, v.Bloom().Header()...)
 	case KindCuckoo:
-		return append(b, v.Cuckoo.Header()...)
+		return append(b, v.Cuckoo().Header()...)
 	}
-	return append(b, v.Str...)
+	return append(b, v.Str()...)
 }
 
 func allZero(b []byte) bool {
@@ -254,11 +255,16 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 	var err error
 	switch v.Kind {
 	case KindBloom:
-		v.Bloom, err = scalable.ParseChainHeader(body, maxBytes)
+		var ch *scalable.Chain
+		ch, err = scalable.ParseChainHeader(body, maxBytes)
+		v.obj = unsafe.Pointer(ch)
 	case KindCuckoo:
-		v.Cuckoo, err = scalable.ParseCuckooHeader(body, maxBytes)
+		var cf *scalable.Cuckoo
+		cf, err = scalable.ParseCuckooHeader(body, maxBytes)
+		v.obj = unsafe.Pointer(cf)
 	case KindString:
-		v.Str = string(body)
+		str := string(body)
+		v.obj = unsafe.Pointer(&str)
 	default:
 		err = ErrCorruptImage
 	}
@@ -281,14 +287,14 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 	off := uint64(c.Index) * engine.ChunkSize
 	switch v.Kind {
 	case KindBloom:
-		links := v.Bloom.Links()
+		links := v.Bloom().Links()
 		if int(c.Part) >= len(links) || off+uint64(len(c.Data)) > links[c.Part].BloomParams.Bytes {
 			return ErrCorruptImage
 		}
 		links[c.Part].LoadBytes(c.Data, off)
 		return nil
 	case KindCuckoo:
-		tables := v.Cuckoo.Tables()
+		tables := v.Cuckoo().Tables()
 		if int(c.Part) >= len(tables) || off+uint64(len(c.Data)) > uint64(len(tables[c.Part].Data)) {
 			return ErrCorruptImage
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
@@ -39,17 +40,54 @@ func (k Kind) TypeName() string {
 	return "none"
 }
 
-// Value is what a key holds. Exactly one of Bloom, Cuckoo, Str is set.
+// Value is what a key holds: a Bloom chain, a Cuckoo filter or a string,
+// by Kind. One pointer holds whichever it is, so that a Value is 24 bytes:
+// a server may hold hundreds of thousands of small filters, and each
+// has one (docs/STORAGE.md, Memory).
 type Value struct {
 	Kind Kind
 	// ver is the stamp of the key's last touch, for WATCH (watch.go), in
-	// the 7 bytes that would otherwise pad Kind: the Value stays in its
-	// 48-byte size class. 0 until one; under the db's mu.
+	// the 7 bytes that would otherwise pad Kind. 0 until one; under the
+	// db's mu.
 	ver      [7]byte
-	Bloom    *scalable.Chain
-	Cuckoo   *scalable.Cuckoo
-	Str      string // immutable: SET replaces it
-	ExpireAt int64  // unix ms; 0 = no expiry
+	ExpireAt int64          // unix ms; 0 = no expiry
+	obj      unsafe.Pointer // *scalable.Chain, *scalable.Cuckoo or *string, by Kind
+}
+
+// BloomValue, CuckooValue and StringValue make a Value of each kind.
+func BloomValue(ch *scalable.Chain) *Value {
+	return &Value{Kind: KindBloom, obj: unsafe.Pointer(ch)}
+}
+
+func CuckooValue(cf *scalable.Cuckoo) *Value {
+	return &Value{Kind: KindCuckoo, obj: unsafe.Pointer(cf)}
+}
+
+func StringValue(s string) *Value { return &Value{Kind: KindString, obj: unsafe.Pointer(&s)} }
+
+// Bloom is the value's chain, nil unless it is a Bloom filter.
+func (v *Value) Bloom() *scalable.Chain {
+	if v.Kind != KindBloom {
+		return nil
+	}
+	return (*scalable.Chain)(v.obj)
+}
+
+// Cuckoo is the value's filter, nil unless it is a Cuckoo filter.
+func (v *Value) Cuckoo() *scalable.Cuckoo {
+	if v.Kind != KindCuckoo {
+		return nil
+	}
+	return (*scalable.Cuckoo)(v.obj)
+}
+
+// Str is the value's string, "" unless it is one. It is immutable: SET
+// replaces the Value.
+func (v *Value) Str() string {
+	if v.Kind != KindString || v.obj == nil {
+		return ""
+	}
+	return *(*string)(v.obj)
 }
 
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
@@ -356,7 +394,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return Result{}
 	case command.Set:
 		k.writeLookup(c.DB, c.Key, c.Now)
-		k.set(c.DB, string(c.Key), &Value{Kind: KindString, Str: string(c.Data)})
+		k.set(c.DB, string(c.Key), StringValue(string(c.Data)))
 		k.touch(c.DB, c.Key, c.Now)
 		return Result{}
 	case command.Restore:
@@ -477,7 +515,7 @@ func (k *Keyspace) copyKey(c *command.Cmd) Result {
 	if !c.NX && k.writeLookup(c.DB, c.Dst, c.Now) != nil {
 		return Result{Int: 0}
 	}
-	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, Str: v.Str, ExpireAt: v.ExpireAt})
+	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, ExpireAt: v.ExpireAt, obj: v.obj})
 	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
@@ -489,9 +527,9 @@ func Digest(v *Value) string {
 	var n [8]byte
 	switch v.Kind {
 	case KindBloom:
-		h.Write(v.Bloom.Header())
+		h.Write(v.Bloom().Header())
 		for it := int64(1); ; {
-			next, b := v.Bloom.Chunk(it)
+			next, b := v.Bloom().Chunk(it)
 			if next == 0 {
 				break
 			}
@@ -499,9 +537,9 @@ func Digest(v *Value) string {
 			it = next
 		}
 	case KindCuckoo:
-		h.Write(v.Cuckoo.Header())
+		h.Write(v.Cuckoo().Header())
 		for it := int64(1); ; {
-			next, b, ok := v.Cuckoo.Chunk(it)
+			next, b, ok := v.Cuckoo().Chunk(it)
 			if !ok {
 				break
 			}
@@ -509,7 +547,7 @@ func Digest(v *Value) string {
 			it = next
 		}
 	case KindString:
-		io.WriteString(h, v.Str)
+		io.WriteString(h, v.Str())
 	}
 	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
 	h.Write(n[:])

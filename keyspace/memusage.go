@@ -104,11 +104,11 @@ func KeyMemoryUsage(key []byte, v *Value) uint64 {
 	var val uint64
 	switch v.Kind {
 	case KindBloom:
-		val = v.Bloom.MemUsage()
+		val = v.Bloom().MemUsage()
 	case KindCuckoo:
-		val = v.Cuckoo.Info().Size
+		val = v.Cuckoo().Info().Size
 	default:
-		val = stringValueUsage(v.Str)
+		val = stringValueUsage(v.Str())
 	}
 	return val + sdsAlloc(uint64(len(key))) + dictEntrySize
 }

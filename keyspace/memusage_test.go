@@ -28,10 +28,10 @@ func TestJemallocSizeClasses(t *testing.T) {
 // the 24-byte dict entry; the captured offsets of memkeys.jsonl.
 func TestKeyMemoryUsage(t *testing.T) {
 	want := map[int]uint64{1: 32, 6: 32, 7: 40, 30: 56, 31: 64, 32: 64, 252: 280, 253: 344, 14330: 14360, 65530: 65560, 65531: 81944}
-	v := &Value{Kind: KindString, Str: "v"}
+	v := StringValue("v")
 	for n, w := range want {
 		key := make([]byte, n)
-		if got := KeyMemoryUsage(key, v) - stringValueUsage(v.Str); got != w {
+		if got := KeyMemoryUsage(key, v) - stringValueUsage(v.Str()); got != w {
 			t.Errorf("key of %d bytes: %d over the value, want %d", n, got, w)
 		}
 	}

@@ -93,8 +93,8 @@ func TestLoadPieces(t *testing.T) {
 func firstSubBytes(t *testing.T, k *Keyspace) uint64 {
 	t.Helper()
 	v := k.Lookup(0, []byte("f"), 0)
-	if v.Bloom != nil {
-		return v.Bloom.Links()[0].BloomParams.Bytes
+	if v.Bloom() != nil {
+		return v.Bloom().Links()[0].BloomParams.Bytes
 	}
-	return uint64(len(v.Cuckoo.Tables()[0].Data))
+	return uint64(len(v.Cuckoo().Tables()[0].Data))
 }

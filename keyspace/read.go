@@ -32,19 +32,19 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		r.Found = v != nil
 		bloom := v != nil && v.Kind == KindBloom && c.Op == command.BFExists
 		if bloom && len(c.Items) > 1 {
-			prefetchFirst(v.Bloom, c.Items)
+			prefetchFirst(v.Bloom(), c.Items)
 		}
 		for i, it := range c.Items {
 			var x int64
 			switch {
 			case v == nil:
 			case bloom:
-				prefetchNext(v.Bloom, c.Items, i)
-				x = b2i(v.Bloom.Test(it))
+				prefetchNext(v.Bloom(), c.Items, i)
+				x = b2i(v.Bloom().Test(it))
 			case c.Op == command.CFExists && v.Kind == KindCuckoo:
-				x = b2i(v.Cuckoo.Exists(it))
+				x = b2i(v.Cuckoo().Exists(it))
 			case c.Op == command.CFCount && v.Kind == KindCuckoo:
-				x = int64(v.Cuckoo.Count(it))
+				x = int64(v.Cuckoo().Count(it))
 			}
 			ints = append(ints, x)
 		}
@@ -70,7 +70,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		ch := v.Bloom
+		ch := v.Bloom()
 		switch c.Op {
 		case command.BFInfo:
 			return Result{BF: &BFInfo{Capacity: ch.Capacity(), Size: ch.MemUsage(),
@@ -100,13 +100,13 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		return Result{Int: int64(v.Bloom.Size())}
+		return Result{Int: int64(v.Bloom().Size())}
 	case command.CFInfo, command.CFDebug, command.CFScanDump:
 		v, err := k.readKind(c, KindCuckoo)
 		if err != nil {
 			return Result{Err: err}
 		}
-		cf := v.Cuckoo
+		cf := v.Cuckoo()
 		switch c.Op {
 		case command.CFInfo:
 			info := cf.Info()
@@ -175,7 +175,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v.Kind != KindString {
 			return Result{Err: ErrWrongType}
 		}
-		return Result{Bytes: []byte(v.Str)}
+		return Result{Bytes: []byte(v.Str())}
 	case command.Encoding:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		switch {
@@ -183,9 +183,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 			return Result{Null: true}
 		case v.Kind != KindString:
 			return Result{Bytes: []byte("raw")}
-		case intEncoded(v.Str):
+		case intEncoded(v.Str()):
 			return Result{Bytes: []byte("int")}
-		case len(v.Str) <= embstrMax:
+		case len(v.Str()) <= embstrMax:
 			return Result{Bytes: []byte("embstr")}
 		}
 		return Result{Bytes: []byte("raw")}
@@ -216,11 +216,11 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 func MemoryUsage(v *Value) uint64 {
 	switch v.Kind {
 	case KindBloom:
-		return v.Bloom.MemUsage()
+		return v.Bloom().MemUsage()
 	case KindCuckoo:
-		return v.Cuckoo.Info().Size
+		return v.Cuckoo().Info().Size
 	}
-	return uint64(len(v.Str))
+	return uint64(len(v.Str()))
 }
 
 func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {

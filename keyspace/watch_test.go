@@ -55,7 +55,8 @@ func TestWatchImageRecords(t *testing.T) {
 // TestWatchMeta: a key's version is in its metadata once it has one, and
 // a key without one keeps the old metadata format.
 func TestWatchMeta(t *testing.T) {
-	v := &Value{Kind: KindString, Str: "v", ExpireAt: 5}
+	v := StringValue("v")
+	v.ExpireAt = 5
 	if m := encodeMeta(v); m[0] != metaVersion {
 		t.Fatalf("unversioned key written as metadata version %d", m[0])
 	}
@@ -66,7 +67,7 @@ func TestWatchMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := k.Lookup(0, []byte("s"), 0)
-	if got.stamp() != 42 || got.Str != "v" || got.ExpireAt != 5 {
+	if got.stamp() != 42 || got.Str() != "v" || got.ExpireAt != 5 {
 		t.Fatalf("loaded %+v", got)
 	}
 	if err := k.LoadValue(0, "t", m[:12], 1<<20); err != ErrCorruptImage {
@@ -75,9 +76,10 @@ func TestWatchMeta(t *testing.T) {
 }
 
 // TestWatchValueSize: the version takes no byte per key: it lives in what
-// was Kind's padding, and a Value stays in Go's 48-byte size class.
+// was Kind's padding, and a Value stays in Go's 24-byte size class (one
+// per small filter, docs/STORAGE.md).
 func TestWatchValueSize(t *testing.T) {
-	if n := unsafe.Sizeof(Value{}); n > 48 {
-		t.Fatalf("a Value is %d bytes, over the 48-byte size class", n)
+	if n := unsafe.Sizeof(Value{}); n > 24 {
+		t.Fatalf("a Value is %d bytes, over the 24-byte size class", n)
 	}
 }

@@ -158,7 +158,7 @@ func TestCompactShadowed(t *testing.T) {
 		t.Fatalf("compacted %v, %v", did, err)
 	}
 	m := s.db.Metrics()
-	live := int64(k.Lookup(0, []byte("b"), 0).Bloom.Bytes())
+	live := int64(k.Lookup(0, []byte("b"), 0).Bloom().Bytes())
 	if bottom := m.Levels[len(m.Levels)-1].TablesSize; bottom != m.Total().TablesSize || bottom > live+live/8 {
 		t.Fatalf("after compacting: %d bytes at the bottom of %d (%d before) for a %d-byte filter", bottom, m.Total().TablesSize, before, live)
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/memtune"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/persistence"
 	"github.com/hashicorp/raft"
@@ -473,7 +473,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.ks.Store(keyspace.NewLoading())
 	f.mu.Unlock()
-	debug.FreeOSMemory()
+	memtune.Release()
 	if err := f.load(); err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func (f *fsm) reload() error {
 	}
 	f.mu.Lock()
 	f.ks.Store(keyspace.NewLoading())
-	debug.FreeOSMemory()
+	memtune.Release()
 	ks, _, err := f.store.Load()
 	if err != nil {
 		f.mu.Unlock()

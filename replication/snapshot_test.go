@@ -84,7 +84,7 @@ func TestSnapshotWhileWriting(t *testing.T) {
 		t.Fatalf("after restart the filter's digest is %s, was %s", got, want)
 	}
 	for _, it := range acked {
-		if !v.Bloom.Test([]byte(it)) {
+		if !v.Bloom().Test([]byte(it)) {
 			t.Fatalf("acknowledged item %s is gone after restart", it)
 		}
 	}

@@ -153,7 +153,7 @@ func TestStorageFaults(t *testing.T) {
 		}
 	}
 	for _, item := range acked {
-		if v := n.State().Lookup(0, []byte(item), 0); v == nil || !v.Bloom.Test([]byte(item)) {
+		if v := n.State().Lookup(0, []byte(item), 0); v == nil || !v.Bloom().Test([]byte(item)) {
 			t.Fatalf("acknowledged %s lost (%d acknowledged)", item, len(acked))
 		}
 	}

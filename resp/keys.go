@@ -2,10 +2,10 @@ package resp
 
 import (
 	"math"
-	"runtime/debug"
 	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/memtune"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -63,7 +63,7 @@ func init() {
 	}})
 	register(&spec{name: "memory", arity: -2, cats: []string{"@slow"}, subs: map[string]*spec{
 		"purge": {name: "purge", arity: 2, run: func(s *session, a [][]byte) {
-			debug.FreeOSMemory()
+			memtune.Release()
 			s.w.Simple("OK")
 		}},
 		"usage": {name: "usage", arity: -3, flags: rd, first: 2, last: 2, step: 1, cats: []string{"@read", "@slow"},

@@ -26,8 +26,8 @@ var rules = []struct {
 	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
 	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "keyspace", "persistence"}, nil},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only.
 	{"movein", []string{"engine", "rdb", "scalable"}, nil},

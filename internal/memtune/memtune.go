@@ -73,6 +73,7 @@ func Run(ctx context.Context, o Options) {
 			if live := sample[0].Value.Uint64(); stale || ms.HeapAlloc > live+o.Headroom/2 || ms.HeapIdle-ms.HeapReleased > o.Headroom/2 {
 				debug.FreeOSMemory()
 			}
+			trimC() // C's free memory is not in the heap's figures: trim it at every check
 			continue
 		case <-gcs:
 		}
@@ -88,6 +89,15 @@ func Run(ctx context.Context, o Options) {
 		// gives pages back.
 		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + nonHeap(classes) + o.Headroom/2))
 	}
+}
+
+// Release returns freed memory to the kernel: the Go heap's (what
+// debug.FreeOSMemory does, after a collection) and C's malloc's, where cgo
+// builds allocate Pebble's memtables and cache (malloc_cgo.go). MEMORY
+// PURGE, the idle check and the keyspace swaps of a snapshot call it.
+func Release() {
+	debug.FreeOSMemory()
+	trimC()
 }
 
 // nonHeap is the runtime's memory outside the heap's object, unused, free

@@ -1,0 +1,26 @@
+//go:build cgo && linux
+
+package memtune
+
+/*
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+static void bf_malloc_arenas(void) { mallopt(M_ARENA_MAX, 1); }
+static void bf_malloc_trim(void) { malloc_trim(0); }
+#else
+static void bf_malloc_arenas(void) {}
+static void bf_malloc_trim(void) {}
+#endif
+*/
+import "C"
+
+// With cgo, Pebble allocates its memtables and block cache with C's malloc
+// (its internal/manual), outside the Go heap. glibc gives each thread that
+// mallocs an arena of its own and keeps what is freed inside an arena for
+// later: 7.5 MB across four arenas after 100,000 small filters had been
+// flushed, against a 1 MiB memtable and a 2 MiB cache. One arena, and a
+// trim with every release, keep C's share at what Pebble holds.
+func init() { C.bf_malloc_arenas() }
+
+func trimC() { C.bf_malloc_trim() }
