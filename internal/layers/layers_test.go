@@ -29,8 +29,10 @@ var rules = []struct {
 	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
-	// the pure layers and talks to servers over RESP only.
-	{"movein", []string{"engine", "rdb", "scalable"}, nil},
+	// the pure layers and talks to servers over RESP only (command: the
+	// server's own split of a large chunk, so that it sends pieces the
+	// server keeps as they are).
+	{"movein", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, nil},
 }
 
 func TestImportsPointDown(t *testing.T) {
