@@ -1,6 +1,8 @@
 package keyspace
 
 import (
+	"unsafe"
+
 	"errors"
 
 	"github.com/bfserver/bfserver/command"
@@ -37,12 +39,23 @@ func mapScalable(err error) error {
 	return ErrInsertFailed
 }
 
-func (k *Keyspace) newChain(c *command.Cmd) (*scalable.Chain, error) {
-	ch, err := scalable.NewChain(c.Capacity, c.ErrorRate, c.Expansion, c.NonScaling || c.Expansion == 0, c.MaxBytes)
-	if err != nil {
+// bloomEntry is a new Bloom filter's Value and chain in one allocation:
+// a small filter is then three objects (its key, this and its bits)
+// rather than four, which the heap packs tighter (docs/STORAGE.md).
+type bloomEntry struct {
+	Value
+	chain scalable.Chain
+}
+
+// newBloom is the Value of a new filter as c (BF.RESERVE, or an add's
+// auto-create) sizes it.
+func newBloom(c *command.Cmd) (*Value, error) {
+	e := new(bloomEntry)
+	if err := e.chain.Init(c.Capacity, c.ErrorRate, c.Expansion, c.NonScaling || c.Expansion == 0, c.MaxBytes); err != nil {
 		return nil, mapScalable(err)
 	}
-	return ch, nil
+	e.Kind, e.obj = KindBloom, unsafe.Pointer(&e.chain)
+	return &e.Value, nil
 }
 
 func (k *Keyspace) bfReserve(c *command.Cmd) Result {
@@ -53,11 +66,11 @@ func (k *Keyspace) bfReserve(c *command.Cmd) Result {
 	if v != nil {
 		return Result{Err: ErrItemExists}
 	}
-	ch, err := k.newChain(c)
+	nv, err := newBloom(c)
 	if err != nil {
 		return Result{Err: err}
 	}
-	k.set(c.DB, string(c.Key), BloomValue(ch))
+	k.set(c.DB, string(c.Key), nv)
 	return Result{}
 }
 
@@ -70,11 +83,10 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		if c.NoCreate {
 			return Result{Err: ErrNotFound}
 		}
-		ch, err := k.newChain(c)
+		v, err = newBloom(c)
 		if err != nil {
 			return Result{Err: err}
 		}
-		v = BloomValue(ch)
 		k.set(c.DB, string(c.Key), v)
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}

@@ -6,7 +6,7 @@ package scalable
 // again, so a scaling chain filled to any length stays estimated below this
 // rate; a non-scaling one reaches it when full.
 func (c *Chain) ErrorRate() float64 {
-	e := c.Links()[0].Error
+	e := c.first.Error
 	if !c.NonScaling() {
 		e /= tightening
 	}
