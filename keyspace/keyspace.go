@@ -93,8 +93,26 @@ func (v *Value) Str() string {
 func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
 
 type db struct {
-	mu   sync.RWMutex // guards keys and every Value's ExpireAt and ver
+	mu   sync.RWMutex // guards keys, ttl and every Value's ExpireAt and ver
 	keys map[string]*Value
+	// ttl holds the keys whose value has an expiry, as Redis's expires
+	// dict does, so that active expiry (Due) looks at those only: a scan
+	// of every key held the read lock, and with it every write, for tens
+	// of milliseconds each round at 400,000 filters.
+	ttl map[string]struct{}
+}
+
+// track records whether key's value v (nil: none) has an expiry. d.mu is
+// held for writing.
+func (d *db) track(key string, v *Value) {
+	if v != nil && v.ExpireAt != 0 {
+		if d.ttl == nil {
+			d.ttl = make(map[string]struct{})
+		}
+		d.ttl[key] = struct{}{}
+	} else if d.ttl != nil {
+		delete(d.ttl, key)
+	}
 }
 
 // Keyspace holds every database. Apply must be called from one goroutine at
@@ -261,6 +279,7 @@ func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 	k.forget()
 	d.mu.Lock()
 	d.keys[key] = v
+	d.track(key, v)
 	d.mu.Unlock()
 	k.replaced(dbi, key)
 }
@@ -271,6 +290,7 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 	d.mu.Lock()
 	_, ok := d.keys[key]
 	delete(d.keys, key)
+	d.track(key, nil)
 	d.mu.Unlock()
 	if ok {
 		k.replaced(dbi, key)
@@ -422,7 +442,7 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	k.forget()
 	d.mu.Lock()
 	old := d.keys
-	d.keys = make(map[string]*Value)
+	d.keys, d.ttl = make(map[string]*Value), nil
 	d.mu.Unlock()
 	var stamp uint64
 	for key, v := range old {
@@ -440,6 +460,7 @@ func (k *Keyspace) setExpire(dbi uint8, key []byte, v *Value, at int64) {
 	d := k.db(dbi)
 	d.mu.Lock()
 	v.ExpireAt = at
+	d.track(string(key), v)
 	d.mu.Unlock()
 	k.changed(dbi, key)
 }
@@ -495,7 +516,9 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	k.forget()
 	d.mu.Lock()
 	delete(d.keys, string(c.Key))
+	d.track(string(c.Key), nil)
 	d.keys[string(c.Dst)] = v
+	d.track(string(c.Dst), v)
 	d.mu.Unlock()
 	k.replaced(c.DB, string(c.Key))
 	k.replaced(c.DB, string(c.Dst))
@@ -560,12 +583,14 @@ func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
 	d := k.db(dbi)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	for _, v := range d.keys {
-		if !v.expired(now) {
-			keys++
-			if v.ExpireAt != 0 {
-				expires++
-			}
+	// Only a key with an expiry can have expired: count those (ttl), not
+	// every key.
+	keys = len(d.keys)
+	for key := range d.ttl {
+		if v := d.keys[key]; v != nil && v.expired(now) {
+			keys--
+		} else if v != nil {
+			expires++
 		}
 	}
 	return keys, expires
@@ -595,11 +620,11 @@ func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	var out [][]byte
-	for key, v := range d.keys {
+	for key := range d.ttl {
 		if len(out) >= max {
 			break
 		}
-		if v.expired(now) {
+		if v := d.keys[key]; v != nil && v.expired(now) {
 			out = append(out, []byte(key))
 		}
 	}
@@ -615,6 +640,7 @@ func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
 		k.bytes.Add(-int64(MemoryUsage(old)))
 	}
 	d.keys[key] = v
+	d.track(key, v)
 	d.mu.Unlock()
 	k.bytes.Add(int64(MemoryUsage(v)))
 }
