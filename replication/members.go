@@ -93,7 +93,7 @@ func (n *Node) Snapshot(ctx context.Context) error {
 	}
 	defer n.snapping.Store(false)
 	done := make(chan error, 1)
-	go func() { done <- n.raft.Snapshot().Error() }()
+	go func() { done <- n.snapshot().Error() }()
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {

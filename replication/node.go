@@ -79,6 +79,14 @@ type Options struct {
 	// TrailingLogs is how many entries stay after a snapshot, so a briefly
 	// absent follower catches up from the log. Default 10240.
 	TrailingLogs uint64
+	// TrailingLogBytes bounds what the TrailingLogs entries left after a
+	// snapshot may hold, by the average entry since the snapshot before:
+	// at least one entry stays. A bulk load's entries (1 MiB LOADCHUNK
+	// pieces) otherwise stayed in raft.db behind the snapshot that covers
+	// them, and bbolt walks every page of its tree at each start to
+	// rebuild its freelist: a quarter of a node's start-up CPU after a
+	// 1 GiB load. Default 64 MiB.
+	TrailingLogBytes uint64
 	// SnapshotLogBytes also triggers a snapshot once this many bytes were
 	// logged since the last one, or an eighth of it when the log then goes
 	// quiet for two seconds: a few large entries (LOADCHUNK, RESTORE) must
@@ -170,6 +178,9 @@ func (o *Options) Validate() error {
 	if o.SnapshotLogBytes == 0 {
 		o.SnapshotLogBytes = 512 << 20
 	}
+	if o.TrailingLogBytes == 0 {
+		o.TrailingLogBytes = 64 << 20
+	}
 	if o.MaxFilterBytes == 0 {
 		o.MaxFilterBytes = 512 << 20
 	}
@@ -213,6 +224,9 @@ type Node struct {
 	// ns), 0 once one succeeds.
 	snapping   atomic.Bool
 	snapFailed atomic.Int64
+	// trailMu orders the read-modify-write of Raft's reloadable config
+	// before each snapshot (snapshot).
+	trailMu sync.Mutex
 	// inflight holds the bytes of entries this node proposed that are not
 	// yet applied (the batcher's bound, maxInflightBytes).
 	inflight inflight
@@ -578,7 +592,7 @@ func (n *Node) Close() error {
 	n.shutOnce.Do(func() {
 		if n.fsm.logged.Load() > n.opts.SnapshotLogBytes/10 && !n.snapping.Load() && n.fsm.halt.Load() == nil {
 			// Start-up then loads the image instead of replaying the log.
-			if err := n.raft.Snapshot().Error(); err != nil {
+			if err := n.snapshot().Error(); err != nil {
 				n.log.Warn("snapshot at shutdown", "err", err)
 			}
 		}

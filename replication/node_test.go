@@ -339,3 +339,52 @@ func openLeader(t *testing.T, opts Options) (*Node, context.Context) {
 	}
 	return n, ctx
 }
+
+// TestTrailingLogBytes: a snapshot after large entries leaves no more of
+// them behind it than TrailingLogBytes holds, however many TrailingLogs
+// allows; after small ones, TrailingLogs decides. It fails if every
+// snapshot kept TrailingLogs entries (a bulk load's gigabyte in raft.db).
+func TestTrailingLogBytes(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
+		SnapshotThreshold: 1 << 40, SnapshotLogBytes: 1 << 40, TrailingLogs: 10240, TrailingLogBytes: 1 << 20}
+	n, ctx := openLeader(t, opts)
+	kept := func() uint64 {
+		first, err := n.logs.FirstIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := n.logs.LastIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return last - first + 1
+	}
+	val := make([]byte, 256<<10)
+	for i := range 40 {
+		if _, err := n.Write(ctx, []*command.Cmd{{Op: command.Set, Key: []byte(fmt.Sprint("k", i)), Data: val}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k := kept(); k < 40 {
+		t.Fatalf("%d entries in the log before the snapshot", k)
+	}
+	if err := n.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// 1 MiB at about 256 KiB an entry: four, give or take the entries'
+	// framing and the leader's first entries in the average.
+	if k := kept(); k > 5 {
+		t.Fatalf("%d entries of about 256 KiB kept after the snapshot, TrailingLogBytes 1 MiB", k)
+	}
+	for i := range 50 {
+		if _, err := n.Write(ctx, []*command.Cmd{{Op: command.Set, Key: []byte(fmt.Sprint("s", i)), Data: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k := kept(); k < 50 {
+		t.Fatalf("%d small entries kept after the snapshot, TrailingLogs 10240", k)
+	}
+}

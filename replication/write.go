@@ -196,6 +196,27 @@ func (n *Node) snapshotDue() bool {
 	return logged > n.opts.SnapshotLogBytes/8 && n.fsm.quiet()
 }
 
+// snapshot asks Raft for a snapshot, leaving behind it as many of the
+// newest entries as TrailingLogBytes holds at the average size of those
+// since the last one (at least one, at most TrailingLogs).
+func (n *Node) snapshot() raft.SnapshotFuture {
+	trailing := n.opts.TrailingLogs
+	if entries := n.fsm.entries.Load(); entries > 0 {
+		if avg := n.fsm.logged.Load() / entries; avg > 0 {
+			trailing = min(trailing, max(1, n.opts.TrailingLogBytes/avg))
+		}
+	}
+	n.trailMu.Lock()
+	if rc := n.raft.ReloadableConfig(); rc.TrailingLogs != trailing {
+		rc.TrailingLogs = trailing
+		if err := n.raft.ReloadConfig(rc); err != nil {
+			n.log.Warn("trailing logs", "err", err)
+		}
+	}
+	n.trailMu.Unlock()
+	return n.raft.Snapshot()
+}
+
 // snapshotRetry is how long a failed snapshot by log size waits before
 // the next try.
 const snapshotRetry = 30 * time.Second
@@ -207,7 +228,7 @@ func (n *Node) snapshotAsync() {
 	}
 	go func() {
 		defer n.snapping.Store(false)
-		err := n.raft.Snapshot().Error()
+		err := n.snapshot().Error()
 		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.fsm.logged.Store(0) // the latest snapshot has it all
 			n.fsm.entries.Store(0)

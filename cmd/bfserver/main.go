@@ -46,6 +46,7 @@ type config struct {
 	flushInterval  time.Duration
 	snapThreshold  uint64
 	trailingLogs   uint64
+	trailingBytes  uint64
 	inMemory       bool
 	debugAddr      string
 	httpAddr       string
@@ -99,6 +100,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(durationValue{&c.flushInterval}, "flush-interval", "how often changed filter chunks are written to the image")
 	fs.Uint64Var(&c.snapThreshold, "snapshot-threshold", 8192, "log entries between snapshots (once they also hold a sixteenth of the filters' bytes)")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
+	c.trailingBytes = 64 << 20
+	fs.Var(memoryValue{&c.trailingBytes}, "trailing-log-bytes", "most bytes of log kept after a snapshot, by the average entry since the one before (at least one entry, at most --trailing-logs; units as Redis: 64mb)")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
@@ -288,7 +291,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		nodeOpts := replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RaftAdvertise: c.raftAdvertise, RESPAddr: c.advertise, DataDir: c.dataDir,
 			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
-			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs,
+			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
 			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease,
 		}
