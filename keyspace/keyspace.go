@@ -112,6 +112,9 @@ func (d *db) track(key string, v *Value) {
 		d.ttl[key] = struct{}{}
 	} else if d.ttl != nil {
 		delete(d.ttl, key)
+		if len(d.ttl) == 0 {
+			d.ttl = nil // a map never shrinks: Due would walk its empty table
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ package memtune
 #include <stdlib.h>
 #ifdef __GLIBC__
 #include <malloc.h>
+#endif
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
 // A constructor runs when the program is loaded, before the Go runtime
 // starts its threads: glibc fixes the arena limit at the first thread's
 // first malloc, and a mallopt from Go's init comes too late for that.
