@@ -709,15 +709,17 @@ func (sel *selector) commandsText() string {
 
 // words is the selector as ACL LIST describes it (ACLDescribeSelector).
 // For storing, a pattern "*" that is not allkeys is written %RW~*, which
-// reads back as it was ("~*" would read back as allkeys).
+// reads back as it was ("~*" would read back as allkeys), and so is one
+// that a NUL cuts to "*" ("*\x00…", from %RW~*\x00…: as in Redis, "~*\x00"
+// compares as "~*").
 func (sel *selector) words(store bool) []string {
 	var out []string
 	if sel.allKeys {
 		out = append(out, "~*")
 	} else {
 		for _, p := range sel.patterns {
-			if store && p.perm == permAll && p.pat == "*" {
-				out = append(out, "%RW~*")
+			if store && p.perm == permAll && cstr(p.pat) == "*" {
+				out = append(out, "%RW~"+p.pat)
 			} else {
 				out = append(out, patternString(p))
 			}
