@@ -48,16 +48,11 @@ type fsm struct {
 	// applying is when the entry being applied started (Unix ns), 0 when
 	// none is: a write waiting on a long entry knows the log is moving.
 	applying atomic.Int64
-	// logged counts the bytes of the entries applied since the latest
-	// snapshot, and lastEntry is when the latest arrived (Unix ns): Raft
-	// decodes every entry after the snapshot at start-up, so the node
-	// snapshots by bytes as well as by entries (see Node.snapshotDue).
-	logged    atomic.Uint64
+	// logTally counts the log since the latest snapshot, and lastEntry
+	// is when the latest entry arrived (Unix ns).
+	logTally
 	lastEntry atomic.Int64
-	// entries counts the entries applied since the latest snapshot, as
-	// logged their bytes.
-	entries atomic.Uint64
-	members map[string]string // node id → RESP address; under mu
+	members   map[string]string // node id → RESP address; under mu
 	// voters are the voters of the latest membership applied (ids), kept
 	// in the image with the state: a restarting node learns from it whether
 	// it is the only voter before Raft starts. Under mu.
@@ -202,8 +197,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type == raft.LogCommand {
 		// Counted here, as Raft hands each entry over, and not in
 		// replayTail's early apply of the same entries.
-		f.logged.Add(uint64(len(l.Data)))
-		f.entries.Add(1)
+		f.count(len(l.Data))
 		f.lastEntry.Store(time.Now().UnixNano())
 	}
 	return f.apply(l)
@@ -477,8 +471,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.load(); err != nil {
 		return err
 	}
-	f.logged.Store(0) // the log before the snapshot no longer counts
-	f.entries.Store(0)
+	f.reset() // the log before the snapshot no longer counts
 	return nil
 }
 
@@ -583,13 +576,39 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		return err
 	}
 	// What it covers no longer counts.
-	uncount(&s.f.logged, s.logged)
-	uncount(&s.f.entries, s.entries)
+	s.f.settle(s.logged, s.entries)
 	return nil
 }
 
-// uncount takes n off a count, never below zero (a reset may have come
-// between the snapshot's cut and its end).
+// logTally is the log since the latest snapshot: the bytes (logged) and
+// the number of the entries applied. Raft decodes every entry after the
+// snapshot at start-up, so the node snapshots by bytes as well as by
+// entries (Node.snapshotDue), and bounds by bytes what a snapshot leaves
+// behind (Node.snapshot).
+type logTally struct {
+	logged, entries atomic.Uint64
+}
+
+// count adds one entry of n bytes.
+func (t *logTally) count(n int) {
+	t.logged.Add(uint64(n))
+	t.entries.Add(1)
+}
+
+// reset empties the tally: a snapshot covers all of it.
+func (t *logTally) reset() {
+	t.logged.Store(0)
+	t.entries.Store(0)
+}
+
+// settle takes off what a snapshot covered (the tally when it was cut),
+// never below zero: a reset may have come between the cut and its end.
+func (t *logTally) settle(logged, entries uint64) {
+	uncount(&t.logged, logged)
+	uncount(&t.entries, entries)
+}
+
+// uncount takes n off a count, never below zero.
 func uncount(c *atomic.Uint64, n uint64) {
 	for {
 		cur := c.Load()
@@ -597,6 +616,14 @@ func uncount(c *atomic.Uint64, n uint64) {
 			return
 		}
 	}
+}
+
+// avgEntry is the mean size of the entries counted, 0 with none.
+func (t *logTally) avgEntry() uint64 {
+	if e := t.entries.Load(); e > 0 {
+		return t.logged.Load() / e
+	}
+	return 0
 }
 
 func (s *snapshot) Release() {

@@ -201,10 +201,8 @@ func (n *Node) snapshotDue() bool {
 // since the last one (at least one, at most TrailingLogs).
 func (n *Node) snapshot() raft.SnapshotFuture {
 	trailing := n.opts.TrailingLogs
-	if entries := n.fsm.entries.Load(); entries > 0 {
-		if avg := n.fsm.logged.Load() / entries; avg > 0 {
-			trailing = min(trailing, max(1, n.opts.TrailingLogBytes/avg))
-		}
+	if avg := n.fsm.avgEntry(); avg > 0 {
+		trailing = min(trailing, max(1, n.opts.TrailingLogBytes/avg))
 	}
 	n.trailMu.Lock()
 	if rc := n.raft.ReloadableConfig(); rc.TrailingLogs != trailing {
@@ -230,8 +228,7 @@ func (n *Node) snapshotAsync() {
 		defer n.snapping.Store(false)
 		err := n.snapshot().Error()
 		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			n.fsm.logged.Store(0) // the latest snapshot has it all
-			n.fsm.entries.Store(0)
+			n.fsm.reset() // the latest snapshot has it all
 			return
 		}
 		if err != nil {
