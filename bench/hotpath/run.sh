@@ -22,11 +22,13 @@ for p in 7401 7411 7421; do
   redis-cli -p $p BF.ADD f x >/dev/null
 done
 # CASES="EXISTS 32 2000000" (command depth requests; several separated by
-# ";") runs only those.
+# ";") runs only those. The command AUTO is BF.ADD to random new keys, each
+# add creating a filter (as BF.ADD tenant:N x does): every round adds that
+# many keys to each server, so later rounds run on more filters.
 IFS=';' read -r -a CASES <<< "${CASES:-EXISTS 1 200000;EXISTS 32 2000000;ADD 1 100000;ADD 32 1000000}"
 name() { case $1 in 7401) echo old;; 7411) echo new;; 7421) echo redisbloom;; esac; }
-run() { # port command pipeline requests
-  redis-benchmark -p "$1" -c 50 -n "$4" -P "$3" -q --csv $2 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'
+run() { # port command pipeline requests [redis-benchmark options]
+  redis-benchmark -p "$1" -c 50 -n "$4" -P "$3" -q --csv ${5:-} $2 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'
 }
 for round in $(seq "$rounds"); do
   for cs in "${CASES[@]}"; do
@@ -34,7 +36,11 @@ for round in $(seq "$rounds"); do
     # The order rotates each round, so that no server always runs first.
     case $((round % 3)) in 1) order="7401 7411 7421";; 2) order="7411 7421 7401";; 0) order="7421 7401 7411";; esac
     for p in $order; do
-      echo "$round BF.$1 P$2 $(name $p) $(run $p "BF.$1 f key:__rand_int__" "$2" "$3")"
+      if [ "$1" = AUTO ]; then
+        echo "$round BF.AUTO P$2 $(name $p) $(run $p "BF.ADD tenant:__rand_int__ x" "$2" "$3" "-r 100000000")"
+      else
+        echo "$round BF.$1 P$2 $(name $p) $(run $p "BF.$1 f key:__rand_int__" "$2" "$3")"
+      fi
     done
   done
 done
