@@ -65,28 +65,23 @@ func main() {
 	if *baseline != "" {
 		bins = append(bins, *baseline)
 	}
+	// each runs a one-server scenario on every bfserver binary, started
+	// with args, and then on RedisBloom.
+	each := func(scenario func(*server), args ...string) {
+		for _, b := range bins {
+			scenario(startBF(b, args...))
+		}
+		if *redisbloom != "" {
+			scenario(startRB())
+		}
+	}
 	switch *scenario {
 	case "five":
-		for _, b := range bins {
-			five(startBF(b, "--flush-interval", "1s"))
-		}
-		if *redisbloom != "" {
-			five(startRB())
-		}
+		each(five, "--flush-interval", "1s")
 	case "big":
-		for _, b := range bins {
-			big(startBF(b, "--flush-interval", "1s", "--max-filter-bytes", "4294967296"))
-		}
-		if *redisbloom != "" {
-			big(startRB())
-		}
+		each(big, "--flush-interval", "1s", "--max-filter-bytes", "4294967296")
 	case "small":
-		for _, b := range bins {
-			small(startBF(b, "--flush-interval", "1s"))
-		}
-		if *redisbloom != "" {
-			small(startRB())
-		}
+		each(small, "--flush-interval", "1s")
 	case "cluster":
 		for _, b := range bins {
 			cluster(b)
@@ -96,12 +91,7 @@ func main() {
 			writes(b)
 		}
 	case "sustained":
-		for _, b := range bins {
-			sustained(startBF(b, "--max-filter-bytes", "4294967296"))
-		}
-		if *redisbloom != "" {
-			sustained(startRB())
-		}
+		each(sustained, "--max-filter-bytes", "4294967296")
 	case "fresh":
 		// What a start pays before it reads a byte: its filters' memory.
 		for r := 0; r < *runs; r++ {
