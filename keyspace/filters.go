@@ -1,9 +1,8 @@
 package keyspace
 
 import (
-	"unsafe"
-
 	"errors"
+	"unsafe"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
