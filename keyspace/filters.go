@@ -89,9 +89,10 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		k.set(c.DB, string(c.Key), v)
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}
+	ch := v.Bloom()
 	for i, it := range c.Items {
-		prefetchNext(v.Bloom(), c.Items, i)
-		added, err := v.Bloom().Add(it, c.MaxBytes)
+		prefetchNext(ch, c.Items, i)
+		added, err := ch.Add(it, c.MaxBytes)
 		if err != nil {
 			r.Tail = mapScalable(err)
 			break

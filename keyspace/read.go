@@ -31,21 +31,25 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		*r = Result{}
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		r.Found = v != nil
-		bloom := v != nil && v.Kind == KindBloom && c.Op == command.BFExists
+		var ch *scalable.Chain
+		var cf *scalable.Cuckoo
+		if v != nil {
+			ch, cf = v.Bloom(), v.Cuckoo()
+		}
+		bloom := ch != nil && c.Op == command.BFExists
 		if bloom && len(c.Items) > 1 {
-			prefetchFirst(v.Bloom(), c.Items)
+			prefetchFirst(ch, c.Items)
 		}
 		for i, it := range c.Items {
 			var x int64
 			switch {
-			case v == nil:
 			case bloom:
-				prefetchNext(v.Bloom(), c.Items, i)
-				x = b2i(v.Bloom().Test(it))
-			case c.Op == command.CFExists && v.Kind == KindCuckoo:
-				x = b2i(v.Cuckoo().Exists(it))
-			case c.Op == command.CFCount && v.Kind == KindCuckoo:
-				x = int64(v.Cuckoo().Count(it))
+				prefetchNext(ch, c.Items, i)
+				x = b2i(ch.Test(it))
+			case c.Op == command.CFExists && cf != nil:
+				x = b2i(cf.Exists(it))
+			case c.Op == command.CFCount && cf != nil:
+				x = int64(cf.Count(it))
 			}
 			ints = append(ints, x)
 		}
