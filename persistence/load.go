@@ -2,10 +2,12 @@ package persistence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/engine"
@@ -21,7 +23,8 @@ import (
 // The chunks are nearly all of an image's bytes, and a load copies each
 // into an array allocated for it moments before. On two cores the copy and
 // the first touch of that fresh memory cost as much as the reads: a load is
-// paced by the CPU, not the disk, so it spares the CPU what it can.
+// paced by the CPU, not the disk, so it spares the CPU what it can, and
+// faults the arrays in ahead of the copies (prefault).
 //
 // When the tables holding chunks are one sorted run with nothing
 // deleted, merged or shadowed (what a snapshot's compaction leaves, see
@@ -33,28 +36,50 @@ import (
 // Through Pebble, loadWorkers ranges load at once, so that the disk
 // always has reads waiting, whatever the cores: from a cold page cache,
 // 943 MiB loaded in 1.42 s with 2 ranges and 1.05 s with 8 on 2 cores.
-// Table by table, each table reads ahead by itself, and tableWorkers
-// suffice: with 8 the read-ahead queued before the Raft log's own reads
-// (bbolt rebuilds its freelist alongside the load, one page at a time)
-// and a start took 0.82-1.12 s, with 4 0.81-0.93 s (same image, 6 runs
-// each, alternating).
+// Table by table, each table reads ahead by itself, but its read-ahead
+// starts small again for every table (4-8 MiB each), so tableWorkers read
+// at once. 4 were best while bbolt rebuilt a long freelist beside the
+// load (replication's trailing-log bound ended that). With prefault,
+// cold starts of 943 MiB alternating with the build before (4 workers,
+// no prefault) took 0.85-1.43 s against 0.96-2.08 s, faster in 17 of 24
+// rounds; with 16 workers 0.85-1.58 s.
 const (
 	loadWorkers  = 8
-	tableWorkers = 4
+	tableWorkers = 8
 )
 
 // Chunk keys are in ["c", "d").
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
-// loadAllChunks loads every stored chunk into k, whose keys are loaded.
+// loadAllChunks loads every stored chunk into k, whose keys are loaded,
+// with prefault beside the loaders.
 func (s *Store) loadAllChunks(k *keyspace.Keyspace) error {
+	arrays := loadOrder(k)
+	var done atomic.Bool
+	defer done.Store(true)
+	go prefault(k, arrays, &done)
 	if !s.throughPebble {
 		if run := s.openChunkRun(); run != nil {
 			return loadTables(k, run)
 		}
 	}
-	bounds := chunkRanges(k, loadWorkers)
+	bounds := chunkRanges(arrays, loadWorkers)
 	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1]) })
+}
+
+// prefault faults in the arrays' pages (engine.Bloom.Prefault) in the
+// order the loaders fill them, ahead of them, until done. The kernel
+// zeroes each fresh page at its first touch, half of a cold start's CPU
+// (on this project's virtual machine 0.1-1.0 s a GiB, as the host backs
+// the memory again); inside the loaders' copies it held them off their
+// next reads, and here it runs while they wait on the disk.
+func prefault(k *keyspace.Keyspace, arrays []array, done *atomic.Bool) {
+	for _, a := range arrays {
+		if done.Load() {
+			return
+		}
+		k.PrefaultArray(a.db, a.key, a.part, done)
+	}
 }
 
 // parallel runs fn(0) … fn(n-1) at once and returns the first error.
@@ -94,25 +119,36 @@ func loadChunk(k *keyspace.Keyspace, key, value []byte) error {
 
 // ---- through Pebble's iterators ----
 
-// chunkRanges splits the chunk keys into about n ranges of equal bytes,
-// by the arrays the loaded metadata describes: n+1 bounds, the first "c"
-// and the last "d".
-func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
-	type array struct {
-		db   uint8
-		key  string
-		part uint32
-		size uint64
-	}
+// array is one bit or bucket array the loaded metadata describes.
+type array struct {
+	db   uint8
+	key  string
+	part uint32
+	size uint64
+}
+
+// loadOrder lists k's arrays in the order of their chunks' keys.
+func loadOrder(k *keyspace.Keyspace) []array {
 	var arrays []array
-	var total uint64
 	k.EachArray(func(db uint8, key string, part uint32, size uint64) {
 		arrays = append(arrays, array{db, key, part, size})
-		total += size
 	})
+	// chunkKey's order without building the keys: db, the key's length,
+	// the key, the part.
 	slices.SortFunc(arrays, func(a, b array) int {
-		return bytes.Compare(chunkKey(a.db, a.key, keyspace.Chunk{Part: a.part}), chunkKey(b.db, b.key, keyspace.Chunk{Part: b.part}))
+		return cmp.Or(cmp.Compare(a.db, b.db), cmp.Compare(len(a.key), len(b.key)), strings.Compare(a.key, b.key), cmp.Compare(a.part, b.part))
 	})
+	return arrays
+}
+
+// chunkRanges splits the chunk keys into about n ranges of equal bytes,
+// by the arrays in load order: n+1 bounds, the first "c" and the last
+// "d".
+func chunkRanges(arrays []array, n int) [][]byte {
+	var total uint64
+	for _, a := range arrays {
+		total += a.size
+	}
 	bounds := [][]byte{chunksLo}
 	n = max(1, min(n, 8))
 	step := total/uint64(n) + 1

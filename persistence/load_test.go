@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -224,4 +225,58 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestLoadLargeArrays: arrays large enough for prefault (several MiB) load
+// back to the live keyspace both ways while it faults them in, in two
+// dbs, a scaled Bloom chain's links and a Cuckoo filter's tables alike.
+func TestLoadLargeArrays(t *testing.T) {
+	s := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.001, Capacity: 4_000_000, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items("i", 20000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFReserve, DB: 3, Key: []byte("scaled"), ErrorRate: 0.01, Capacity: 100, Expansion: 4, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFAdd, DB: 3, Key: []byte("scaled"), Items: items("s", 600000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 8 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 5000), Multi: true, Capacity: 8 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})
+	var large int
+	k.EachArray(func(_ uint8, _ string, _ uint32, size uint64) {
+		if size >= 4<<20 {
+			large++
+		}
+	})
+	if large < 3 {
+		t.Fatalf("%d arrays of 4 MiB or more, want 3", large)
+	}
+	if err := write(s, k, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !sortedRun(s) {
+		t.Fatal("not one sorted run after a compaction")
+	}
+	sameDigests(t, digests(k), digests(loadBoth(t, s)))
+}
+
+// TestLoadOrder: loadOrder sorts the arrays as their chunks' keys sort.
+func TestLoadOrder(t *testing.T) {
+	k := keyspace.New()
+	for _, key := range []string{"b", "ab", "a", "zz", "aaa", "c\xff", "c"} {
+		for _, db := range []uint8{0, 2, 15} {
+			k.Apply(&command.Cmd{Op: command.BFReserve, DB: db, Key: []byte(key), ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: 1 << 30})
+			k.Apply(&command.Cmd{Op: command.BFAdd, DB: db, Key: []byte(key), Items: items("x", 300), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30}) // several links
+		}
+	}
+	arrays := loadOrder(k)
+	if len(arrays) < 21*3 {
+		t.Fatalf("%d arrays, want several links a key", len(arrays))
+	}
+	if !slices.IsSortedFunc(arrays, func(a, b array) int {
+		return bytes.Compare(chunkKey(a.db, a.key, keyspace.Chunk{Part: a.part}), chunkKey(b.db, b.key, keyspace.Chunk{Part: b.part}))
+	}) {
+		t.Fatalf("not in chunk key order: %v", arrays)
+	}
 }
