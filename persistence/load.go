@@ -52,16 +52,16 @@ const (
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
 // loadAllChunks loads every stored chunk into k, whose keys are loaded,
-// with prefault beside the loaders.
-func (s *Store) loadAllChunks(k *keyspace.Keyspace) error {
+// with prefault beside the loaders: table by table if run holds the
+// tables of one sorted run (openChunkRun), which it closes, or else
+// through Pebble.
+func (s *Store) loadAllChunks(k *keyspace.Keyspace, run []runTable) error {
 	arrays := loadOrder(k)
 	var done atomic.Bool
 	defer done.Store(true)
 	go prefault(k, arrays, &done)
-	if !s.throughPebble {
-		if run := s.openChunkRun(); run != nil {
-			return loadTables(k, run)
-		}
+	if run != nil {
+		return loadTables(k, run)
 	}
 	bounds := chunkRanges(arrays, loadWorkers)
 	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1]) })
@@ -248,9 +248,7 @@ func (s *Store) openChunkRun() []runTable {
 		name := t.BackingSSTNum.String() + ".sst"
 		r, err := s.openTable(name)
 		if err != nil {
-			for _, t := range tables {
-				t.Close()
-			}
+			closeTables(tables)
 			return nil
 		}
 		tables = append(tables, runTable{r, name})
@@ -272,6 +270,13 @@ func (s *Store) chunkFree(name string) bool {
 	}
 	free := it.First() == nil
 	return it.Close() == nil && free
+}
+
+// closeTables closes the tables of a run that will not load.
+func closeTables(tables []runTable) {
+	for _, t := range tables {
+		t.Close()
+	}
 }
 
 // runTable is an open table of a sorted run, and its file's name.
