@@ -58,8 +58,15 @@ var chunksLo, chunksHi = []byte("c"), []byte("d")
 func (s *Store) loadAllChunks(k *keyspace.Keyspace, run []runTable) error {
 	arrays := loadOrder(k)
 	var done atomic.Bool
-	defer done.Store(true)
-	go prefault(k, arrays, &done)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		prefault(k, arrays, &done)
+	}()
+	defer func() {
+		done.Store(true)
+		<-stopped // within one step of prefault's: nothing outlives the load
+	}()
 	if run != nil {
 		return loadTables(k, run)
 	}
