@@ -463,22 +463,6 @@ func (s *Store) Extra(name string) ([]byte, error) {
 
 // Load builds a fresh keyspace from the stored image.
 func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
-	// The chunks' tables open while the keys load: both are a few small
-	// reads each, which the disk serves at once as well as one by one.
-	runc := make(chan []runTable, 1)
-	go func() {
-		if s.throughPebble {
-			runc <- nil
-			return
-		}
-		runc <- s.openChunkRun()
-	}()
-	taken := false
-	defer func() {
-		if !taken {
-			closeTables(<-runc)
-		}
-	}()
 	k := keyspace.New()
 	applied, err := s.Applied()
 	if err != nil {
@@ -515,8 +499,7 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 	if err := it.Close(); err != nil {
 		return nil, 0, err
 	}
-	taken = true
-	if err := s.loadAllChunks(k, <-runc); err != nil {
+	if err := s.loadAllChunks(k); err != nil {
 		return nil, 0, err
 	}
 	k.ForgetChanges()

@@ -10,6 +10,7 @@
 //	go run ./bench/memory -scenario small    # 100,000 auto-created filters (BF.ADD tenant:N x)
 //	go run ./bench/memory -scenario cluster  # three nodes; a wiped follower rejoins by snapshot
 //	go run ./bench/memory -scenario restart  # cold restart of the five-filter node vs a raw read
+//	go run ./bench/memory -scenario restart-ab -baseline OLD -runs 10 # the same, the binaries in turn on one directory
 //	go run ./bench/memory -scenario writes   # bytes a flush writes per item added (write amplification)
 //	go run ./bench/memory -scenario sustained # a 1 GiB filter under steady BF.MADDs: items/s, slowest reply, disk
 //
@@ -44,7 +45,7 @@ var (
 	bfBin      = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
 	baseline   = flag.String("baseline", "", "another bfserver binary to measure in the same run")
 	redisbloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "start-redisbloom script ('' to skip RedisBloom)")
-	scenario   = flag.String("scenario", "five", "five, big, small, cluster, restart, fresh, writes or sustained")
+	scenario   = flag.String("scenario", "five", "five, big, small, cluster, restart, restart-ab, fresh, writes or sustained")
 	runs       = flag.Int("runs", 3, "restart scenario: runs per server")
 	seconds    = flag.Int("seconds", 120, "sustained scenario: seconds of writes per server")
 	serverLog  = flag.String("server-log", "", "append bfserver's log to this file (with GODEBUG=gctrace=1, the collector's too)")
@@ -105,6 +106,8 @@ func main() {
 		if *redisbloom != "" {
 			restartRB()
 		}
+	case "restart-ab":
+		restartAB(bins)
 	default:
 		check(fmt.Errorf("unknown scenario %q", *scenario))
 	}
@@ -828,17 +831,20 @@ func rawRead(dir string) (time.Duration, int64) {
 	return time.Since(began), total
 }
 
-func restart(bin string) {
+// startFive starts bin with the five filters of the restart scenario,
+// every page of them written, and waits for the snapshot a running node
+// takes once a bulk load ends (its log quiet for two seconds): the
+// restarts are of a node that had.
+func startFive(bin string) (*server, []string) {
 	s := startBF(bin, "--flush-interval", "1s")
 	c := s.client()
+	defer c.Close()
 	keys := []string{"f0", "f1", "f2", "f3", "f4"}
 	for _, k := range keys {
 		check(c.Do(context.Background(), "BF.RESERVE", k, "0.001", "100000000").Err())
 		fillRandom(c, k) // every page of the image written
 		addItems(c, k, 20000)
 	}
-	// A running node snapshots once a bulk load ends (its log quiet for
-	// two seconds): the restarts below are of a node that had.
 	before, _ := c.LastSave(context.Background()).Result()
 	waited := time.Now()
 	for last, _ := c.LastSave(context.Background()).Result(); last == before; last, _ = c.LastSave(context.Background()).Result() {
@@ -849,22 +855,34 @@ func restart(bin string) {
 		time.Sleep(100 * time.Millisecond) // polling LASTSAVE
 	}
 	fmt.Printf("%s: snapshot %v after the load ended\n", s.name, time.Since(waited).Round(100*time.Millisecond))
+	return s, keys
+}
+
+// coldStart starts s's process on its data directory with a cold page
+// cache and returns when the port opened and when the first read was
+// answered, from the exec.
+func coldStart(s *server) (port, first time.Duration) {
+	dropCaches()
+	began := time.Now()
+	s.spawn()
+	s.waitPort()
+	port = time.Since(began)
+	c := s.client()
+	waitFirstRead(c, "f4")
+	first = time.Since(began)
 	c.Close()
+	return port, first
+}
+
+func restart(bin string) {
+	s, keys := startFive(bin)
 	size := sizeOf(s, keys)
 	var ratios []float64
 	for r := 0; r < *runs; r++ {
 		waitFlush(s)
 		s.kill()
 		raw, bytes := rawRead(filepath.Join(s.dir, "image"))
-		dropCaches()
-		began := time.Now()
-		s.spawn()
-		s.waitPort()
-		port := time.Since(began)
-		c = s.client()
-		waitFirstRead(c, "f4")
-		first := time.Since(began)
-		c.Close()
+		port, first := coldStart(s)
 		ratios = append(ratios, first.Seconds()/raw.Seconds())
 		fmt.Printf("%s holding %.0f MiB of filters (image %.0f MiB): first read %v after a cold start (port open at %v); raw read of the image %v; ratio %.2f\n",
 			s.name, mib(size), mib(bytes), first.Round(time.Millisecond), port.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds())
@@ -872,6 +890,72 @@ func restart(bin string) {
 	slices.Sort(ratios)
 	fmt.Printf("%s: median ratio %.2f\n", s.name, ratios[len(ratios)/2])
 	s.stop()
+}
+
+// restartAB restarts every binary in turn on one data directory, the
+// first binary's, and reads the image raw among them: each round the raw
+// read and a cold start of each binary, the order rotating by round, so
+// that a comparison holds while the machine drifts between rounds (on
+// this VM by tens of percent within minutes) and no one of them always
+// comes right after another (a start right after the raw read measured
+// 0.1-0.3 s slower than one after a start). The binaries must read each
+// other's images.
+func restartAB(bins []string) {
+	s, keys := startFive(bins[0])
+	size := sizeOf(s, keys)
+	waitFlush(s)
+	s.kill()
+	n := len(bins) + 1 // the raw read, then the binaries
+	times := make([][]float64, n)
+	ratios := make([][]float64, len(bins))
+	wins := make([]int, len(bins))
+	for r := 0; r < *runs; r++ {
+		took := make([]time.Duration, n)
+		var order []string
+		for j := range n {
+			i := (j + r) % n
+			if i == 0 {
+				took[0], _ = rawRead(filepath.Join(s.dir, "image"))
+				order = append(order, "raw")
+				continue
+			}
+			s.bin = bins[i-1]
+			_, took[i] = coldStart(s)
+			waitFlush(s)
+			s.kill()
+			order = append(order, filepath.Base(s.bin))
+		}
+		line := fmt.Sprintf("round %d (%s): raw read %v", r+1, strings.Join(order, ", "), took[0].Round(time.Millisecond))
+		best := 1
+		for i := 1; i < n; i++ {
+			ratio := took[i].Seconds() / took[0].Seconds()
+			ratios[i-1] = append(ratios[i-1], ratio)
+			line += fmt.Sprintf("; %s %v (%.2f)", filepath.Base(bins[i-1]), took[i].Round(time.Millisecond), ratio)
+			if took[i] < took[best] {
+				best = i
+			}
+		}
+		for i := range n {
+			times[i] = append(times[i], took[i].Seconds())
+		}
+		wins[best-1]++
+		fmt.Println(line)
+	}
+	os.RemoveAll(s.dir)
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	fmt.Printf("raw read of the image: median %.3fs (%.3f-%.3fs)\n", median(times[0]), slices.Min(times[0]), slices.Max(times[0]))
+	for i, b := range bins {
+		fmt.Printf("%s, %.0f MiB of filters: first read median %.3fs (%.3f-%.3fs), %.2f x the raw read (%.2f-%.2f), fastest in %d of %d rounds\n",
+			filepath.Base(b), mib(size), median(times[i+1]), slices.Min(times[i+1]), slices.Max(times[i+1]),
+			median(ratios[i]), slices.Min(ratios[i]), slices.Max(ratios[i]), wins[i], *runs)
+	}
 }
 
 func restartRB() {
