@@ -36,26 +36,23 @@ import (
 // Through Pebble, loadWorkers ranges load at once, so that the disk
 // always has reads waiting, whatever the cores: from a cold page cache,
 // 943 MiB loaded in 1.42 s with 2 ranges and 1.05 s with 8 on 2 cores.
-// Table by table, each table reads ahead by itself, but its read-ahead
-// starts small again for every table (4-8 MiB each), so tableWorkers read
-// at once. 4 were best while bbolt rebuilt a long freelist beside the
-// load (replication's trailing-log bound ended that). With prefault,
-// cold starts of 943 MiB alternating with the build before (4 workers,
-// no prefault) took 0.85-1.43 s against 0.96-2.08 s, faster in 17 of 24
-// rounds; with 16 workers 0.85-1.58 s.
+// Table by table, each table reads ahead by itself, and tableWorkers
+// suffice: with 8 the read-ahead queued before the Raft log's own reads
+// (bbolt rebuilds its freelist alongside the load, one page at a time)
+// and a start took 0.82-1.12 s, with 4 0.81-0.93 s (same image, 6 runs
+// each, alternating). With prefault too, 8 were no faster than 4
+// (bench/memory -scenario restart-ab).
 const (
 	loadWorkers  = 8
-	tableWorkers = 8
+	tableWorkers = 4
 )
 
 // Chunk keys are in ["c", "d").
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
 // loadAllChunks loads every stored chunk into k, whose keys are loaded,
-// with prefault beside the loaders: table by table if run holds the
-// tables of one sorted run (openChunkRun), which it closes, or else
-// through Pebble.
-func (s *Store) loadAllChunks(k *keyspace.Keyspace, run []runTable) error {
+// with prefault beside the loaders.
+func (s *Store) loadAllChunks(k *keyspace.Keyspace) error {
 	arrays := loadOrder(k)
 	var done atomic.Bool
 	stopped := make(chan struct{})
@@ -67,8 +64,10 @@ func (s *Store) loadAllChunks(k *keyspace.Keyspace, run []runTable) error {
 		done.Store(true)
 		<-stopped // within one step of prefault's: nothing outlives the load
 	}()
-	if run != nil {
-		return loadTables(k, run)
+	if !s.throughPebble {
+		if run := s.openChunkRun(); run != nil {
+			return loadTables(k, run)
+		}
 	}
 	bounds := chunkRanges(arrays, loadWorkers)
 	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1]) })
@@ -79,7 +78,10 @@ func (s *Store) loadAllChunks(k *keyspace.Keyspace, run []runTable) error {
 // zeroes each fresh page at its first touch, half of a cold start's CPU
 // (on this project's virtual machine 0.1-1.0 s a GiB, as the host backs
 // the memory again); inside the loaders' copies it held them off their
-// next reads, and here it runs while they wait on the disk.
+// next reads, and here it runs while they wait on the disk. Cold starts
+// of 943 MiB, in turn with the build before and the raw read
+// (bench/memory -scenario restart-ab -runs 12): 0.81-1.04 s against
+// 0.83-2.03 s, median 0.86 against 0.97, faster in 10 of 12 rounds.
 func prefault(k *keyspace.Keyspace, arrays []array, done *atomic.Bool) {
 	for _, a := range arrays {
 		if done.Load() {
