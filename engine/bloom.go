@@ -365,12 +365,6 @@ func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 	}
 }
 
-// Prefault faults in the bit array's pages, writable and unchanged, until
-// stop is set: a loader runs it beside the reads that fill the array, so
-// that the kernel zeroes the fresh pages on another core, ahead of them,
-// and not inside each copy. Safe beside LoadBytes and every reader.
-func (b *Bloom) Prefault(stop *atomic.Bool) { prefault(b.words(), stop) }
-
 // LoadBytes fills the bit array at byte offset off from a stored image,
 // at memory speed: the filter must not be visible to anyone else yet (a
 // keyspace being loaded), so plain stores suffice. It records no change.

@@ -1,7 +1,5 @@
 package engine
 
-import "sync/atomic"
-
 // CuckooHash is RedisBloom's item hash for Cuckoo filters.
 func CuckooHash(item []byte) uint64 { return MurmurHash64A(item, 0) }
 
@@ -39,9 +37,6 @@ func NewCuckooTable(numBuckets uint32, bucketSize uint8) *CuckooTable {
 	adviseHuge(t.Data)
 	return t
 }
-
-// Prefault faults in the bucket array's pages, as Bloom.Prefault does.
-func (t *CuckooTable) Prefault(stop *atomic.Bool) { prefault(t.Data, stop) }
 
 // Set stores fingerprint fp (0 clears) in slot i.
 func (t *CuckooTable) Set(i int, fp uint8) {

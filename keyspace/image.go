@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/bfserver/bfserver/engine"
@@ -314,27 +313,6 @@ func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uin
 	for i := range k.dbs {
 		for key, v := range k.dbs[i].keys {
 			eachPart(v, func(part uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { fn(uint8(i), key, part, size) })
-		}
-	}
-}
-
-// PrefaultArray faults in the pages of one array (as EachArray names it),
-// unchanged, until stop is set: see engine.Bloom.Prefault. Only for a
-// keyspace being loaded; safe beside LoadChunk.
-func (k *Keyspace) PrefaultArray(dbi uint8, key string, part uint32, stop *atomic.Bool) {
-	v := k.Lookup(dbi, []byte(key), math.MinInt64)
-	if v == nil {
-		return
-	}
-	switch v.Kind {
-	case KindBloom:
-		var one [1]*scalable.Link
-		if links := v.Bloom().LinksIn(&one); int(part) < len(links) {
-			links[part].Prefault(stop)
-		}
-	case KindCuckoo:
-		if tables := v.Cuckoo().Tables(); int(part) < len(tables) {
-			tables[part].Prefault(stop)
 		}
 	}
 }

@@ -2,12 +2,10 @@ package persistence
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/engine"
@@ -23,8 +21,7 @@ import (
 // The chunks are nearly all of an image's bytes, and a load copies each
 // into an array allocated for it moments before. On two cores the copy and
 // the first touch of that fresh memory cost as much as the reads: a load is
-// paced by the CPU, not the disk, so it spares the CPU what it can, and
-// faults the arrays in ahead of the copies (prefault).
+// paced by the CPU, not the disk, so it spares the CPU what it can.
 //
 // When the tables holding chunks are one sorted run with nothing
 // deleted, merged or shadowed (what a snapshot's compaction leaves, see
@@ -40,8 +37,7 @@ import (
 // suffice: with 8 the read-ahead queued before the Raft log's own reads
 // (bbolt rebuilds its freelist alongside the load, one page at a time)
 // and a start took 0.82-1.12 s, with 4 0.81-0.93 s (same image, 6 runs
-// each, alternating). With prefault too, 8 were no faster than 4
-// (bench/memory -scenario restart-ab).
+// each, alternating).
 const (
 	loadWorkers  = 8
 	tableWorkers = 4
@@ -50,45 +46,15 @@ const (
 // Chunk keys are in ["c", "d").
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
-// loadAllChunks loads every stored chunk into k, whose keys are loaded,
-// with prefault beside the loaders.
+// loadAllChunks loads every stored chunk into k, whose keys are loaded.
 func (s *Store) loadAllChunks(k *keyspace.Keyspace) error {
-	arrays := loadOrder(k)
-	var done atomic.Bool
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		prefault(k, arrays, &done)
-	}()
-	defer func() {
-		done.Store(true)
-		<-stopped // within one step of prefault's: nothing outlives the load
-	}()
 	if !s.throughPebble {
 		if run := s.openChunkRun(); run != nil {
 			return loadTables(k, run)
 		}
 	}
-	bounds := chunkRanges(arrays, loadWorkers)
+	bounds := chunkRanges(k, loadWorkers)
 	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1]) })
-}
-
-// prefault faults in the arrays' pages (engine.Bloom.Prefault) in the
-// order the loaders fill them, ahead of them, until done. The kernel
-// zeroes each fresh page at its first touch, half of a cold start's CPU
-// (on this project's virtual machine 0.1-1.0 s a GiB, as the host backs
-// the memory again); inside the loaders' copies it held them off their
-// next reads, and here it runs while they wait on the disk. Cold starts
-// of 943 MiB, in turn with the build before and the raw read
-// (bench/memory -scenario restart-ab -runs 12): 0.81-1.04 s against
-// 0.83-2.03 s, median 0.86 against 0.97, faster in 10 of 12 rounds.
-func prefault(k *keyspace.Keyspace, arrays []array, done *atomic.Bool) {
-	for _, a := range arrays {
-		if done.Load() {
-			return
-		}
-		k.PrefaultArray(a.db, a.key, a.part, done)
-	}
 }
 
 // parallel runs fn(0) … fn(n-1) at once and returns the first error.
@@ -128,36 +94,25 @@ func loadChunk(k *keyspace.Keyspace, key, value []byte) error {
 
 // ---- through Pebble's iterators ----
 
-// array is one bit or bucket array the loaded metadata describes.
-type array struct {
-	db   uint8
-	key  string
-	part uint32
-	size uint64
-}
-
-// loadOrder lists k's arrays in the order of their chunks' keys.
-func loadOrder(k *keyspace.Keyspace) []array {
+// chunkRanges splits the chunk keys into about n ranges of equal bytes,
+// by the arrays the loaded metadata describes: n+1 bounds, the first "c"
+// and the last "d".
+func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
+	type array struct {
+		db   uint8
+		key  string
+		part uint32
+		size uint64
+	}
 	var arrays []array
+	var total uint64
 	k.EachArray(func(db uint8, key string, part uint32, size uint64) {
 		arrays = append(arrays, array{db, key, part, size})
+		total += size
 	})
-	// chunkKey's order without building the keys: db, the key's length,
-	// the key, the part.
 	slices.SortFunc(arrays, func(a, b array) int {
-		return cmp.Or(cmp.Compare(a.db, b.db), cmp.Compare(len(a.key), len(b.key)), strings.Compare(a.key, b.key), cmp.Compare(a.part, b.part))
+		return bytes.Compare(chunkKey(a.db, a.key, keyspace.Chunk{Part: a.part}), chunkKey(b.db, b.key, keyspace.Chunk{Part: b.part}))
 	})
-	return arrays
-}
-
-// chunkRanges splits the chunk keys into about n ranges of equal bytes,
-// by the arrays in load order: n+1 bounds, the first "c" and the last
-// "d".
-func chunkRanges(arrays []array, n int) [][]byte {
-	var total uint64
-	for _, a := range arrays {
-		total += a.size
-	}
 	bounds := [][]byte{chunksLo}
 	n = max(1, min(n, 8))
 	step := total/uint64(n) + 1
@@ -257,7 +212,9 @@ func (s *Store) openChunkRun() []runTable {
 		name := t.BackingSSTNum.String() + ".sst"
 		r, err := s.openTable(name)
 		if err != nil {
-			closeTables(tables)
+			for _, t := range tables {
+				t.Close()
+			}
 			return nil
 		}
 		tables = append(tables, runTable{r, name})
@@ -279,13 +236,6 @@ func (s *Store) chunkFree(name string) bool {
 	}
 	free := it.First() == nil
 	return it.Close() == nil && free
-}
-
-// closeTables closes the tables of a run that will not load.
-func closeTables(tables []runTable) {
-	for _, t := range tables {
-		t.Close()
-	}
 }
 
 // runTable is an open table of a sorted run, and its file's name.

@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -227,9 +226,9 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
-// TestLoadLargeArrays: arrays large enough for prefault (several MiB) load
-// back to the live keyspace both ways while it faults them in, in two
-// dbs, a scaled Bloom chain's links and a Cuckoo filter's tables alike.
+// TestLoadLargeArrays: arrays of several MiB (many chunks each) load back
+// to the live keyspace both ways, in two dbs, a scaled Bloom chain's
+// links and a Cuckoo filter's tables alike.
 func TestLoadLargeArrays(t *testing.T) {
 	s := openMem(t)
 	k := keyspace.New()
@@ -259,24 +258,4 @@ func TestLoadLargeArrays(t *testing.T) {
 		t.Fatal("not one sorted run after a compaction")
 	}
 	sameDigests(t, digests(k), digests(loadBoth(t, s)))
-}
-
-// TestLoadOrder: loadOrder sorts the arrays as their chunks' keys sort.
-func TestLoadOrder(t *testing.T) {
-	k := keyspace.New()
-	for _, key := range []string{"b", "ab", "a", "zz", "aaa", "c\xff", "c"} {
-		for _, db := range []uint8{0, 2, 15} {
-			k.Apply(&command.Cmd{Op: command.BFReserve, DB: db, Key: []byte(key), ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: 1 << 30})
-			k.Apply(&command.Cmd{Op: command.BFAdd, DB: db, Key: []byte(key), Items: items("x", 300), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30}) // several links
-		}
-	}
-	arrays := loadOrder(k)
-	if len(arrays) < 21*3 {
-		t.Fatalf("%d arrays, want several links a key", len(arrays))
-	}
-	if !slices.IsSortedFunc(arrays, func(a, b array) int {
-		return bytes.Compare(chunkKey(a.db, a.key, keyspace.Chunk{Part: a.part}), chunkKey(b.db, b.key, keyspace.Chunk{Part: b.part}))
-	}) {
-		t.Fatalf("not in chunk key order: %v", arrays)
-	}
 }
