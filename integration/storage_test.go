@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,5 +165,30 @@ func checkAcked(t *testing.T, c *redis.Client, acked []string) {
 	}
 	if lost > 0 {
 		t.Fatalf("%d of %d acknowledged items lost", lost, len(acked))
+	}
+}
+
+// TestDataDirInUse: a second bfserver started on a running node's data
+// directory exits with an error that says the directory is in use, and
+// the running node goes on, its data intact.
+func TestDataDirInUse(t *testing.T) {
+	n := start(t)
+	c := n.client(2)
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Do(ctx, "BF.ADD", "f", "kept").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx2, binary, "--addr", freeAddr(t), "--raft-addr", freeAddr(t), "--data-dir", n.dataDir).CombinedOutput()
+	if err == nil || ctx2.Err() != nil {
+		t.Fatalf("a second bfserver on the same data directory: %v (timed out: %v); output:\n%s", err, ctx2.Err() != nil, out)
+	}
+	if want := "in use by another process"; !strings.Contains(string(out), want) || !strings.Contains(string(out), n.dataDir) {
+		t.Fatalf("its error does not say %q of %s:\n%s", want, n.dataDir, out)
+	}
+	if got, err := c.Do(ctx, "BF.EXISTS", "f", "kept").Int(); err != nil || got != 1 {
+		t.Fatalf("the running node after the second start: BF.EXISTS = %d, %v", got, err)
 	}
 }

@@ -58,6 +58,9 @@ var (
 	ErrNoSpace error = noSpace{}
 	// ErrStopped: Pebble met a fatal error; the store takes no more writes.
 	ErrStopped = errors.New("persistence: the image store stopped after a fatal error")
+	// ErrInUse: another process holds the image directory's lock (a
+	// second bfserver started on the same data directory).
+	ErrInUse = errors.New("persistence: the image directory is in use by another process")
 )
 
 type noSpace struct{}
@@ -172,6 +175,9 @@ func Open(opts Options) (*Store, error) {
 	defer cache.Unref()
 	po.Cache = cache
 	db, err := pebble.Open(opts.Dir, po)
+	if errors.Is(err, syscall.EWOULDBLOCK) { // the LOCK file's flock
+		return nil, fmt.Errorf("%w: %s (%v)", ErrInUse, opts.Dir, err)
+	}
 	if err != nil {
 		return nil, err
 	}
