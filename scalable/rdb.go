@@ -17,8 +17,7 @@ const (
 
 // AppendRDB appends the chain as BFRdbSave writes it.
 func (c *Chain) AppendRDB(b []byte) []byte {
-	var one [1]*Link
-	links := c.LinksIn(&one)
+	links := c.Links()
 	b = rdb.AppendUInt(b, c.Size())
 	b = rdb.AppendUInt(b, uint64(len(links)))
 	b = rdb.AppendUInt(b, uint64(c.Options))
@@ -75,8 +74,7 @@ func ChainFromRDB(r *rdb.Reader, maxBytes uint64) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	var one [1]*Link
-	for i, l := range c.LinksIn(&one) {
+	for i, l := range c.Links() {
 		l.WriteBytes(data[i], 0)
 	}
 	return c, nil
