@@ -352,7 +352,8 @@ func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
 	var f filterStat
 	switch v.Kind {
 	case keyspace.KindBloom:
-		links := v.Bloom().Links()
+		var one [1]*scalable.Link
+		links := v.Bloom().LinksIn(&one)
 		f = filterStat{typ: "bloom", bytes: float64(v.Bloom().MemUsage()), target: v.Bloom().ErrorRate(),
 			initial: float64(links[0].Entries)}
 		pass := 1.0

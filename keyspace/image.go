@@ -191,7 +191,8 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 	}
 	switch v.Kind {
 	case KindBloom:
-		for i, l := range v.Bloom().Links() {
+		var one [1]*scalable.Link
+		for i, l := range v.Bloom().LinksIn(&one) {
 			fn(uint32(i), l.BloomParams.Bytes, &l.Dirty, l.ReadBytes)
 		}
 	case KindCuckoo:
@@ -287,7 +288,8 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 	off := uint64(c.Index) * engine.ChunkSize
 	switch v.Kind {
 	case KindBloom:
-		links := v.Bloom().Links()
+		var one [1]*scalable.Link
+		links := v.Bloom().LinksIn(&one)
 		if int(c.Part) >= len(links) || off+uint64(len(c.Data)) > links[c.Part].BloomParams.Bytes {
 			return ErrCorruptImage
 		}

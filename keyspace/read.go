@@ -78,8 +78,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		ch := v.Bloom()
 		switch c.Op {
 		case command.BFInfo:
+			var one [1]*scalable.Link
 			return Result{BF: &BFInfo{Capacity: ch.Capacity(), Size: ch.MemUsage(),
-				Filters: uint64(len(ch.Links())), Items: ch.Size(), Expansion: uint64(ch.Growth),
+				Filters: uint64(len(ch.LinksIn(&one))), Items: ch.Size(), Expansion: uint64(ch.Growth),
 				NonScaling: ch.NonScaling()}}
 		case command.BFDebug:
 			lines := ch.Debug()

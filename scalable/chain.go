@@ -45,9 +45,9 @@ func (l *Link) Size() uint64 { return l.size.Load() }
 // the chain itself and a one-link chain is one allocation besides its bits.
 type Chain struct {
 	// links lists the links once the chain has grown past its first;
-	// until then it is nil, and Links lists first in its caller's array:
-	// a field for that list would cost each small chain 8 bytes, and the
-	// keyspace entry that holds it a size class (docs/STORAGE.md).
+	// until then it is nil, and LinksIn lists first in its caller's
+	// buffer: a field for that list would cost each small chain 8 bytes,
+	// and the keyspace entry that holds it a size class (docs/STORAGE.md).
 	links   atomic.Pointer[[]*Link]
 	first   Link
 	Options uint32
@@ -107,23 +107,29 @@ func (c *Chain) Init(capacity uint64, errRate float64, growth uint32, nonScaling
 }
 
 // Links returns the current links, oldest first. The slice is never
-// mutated. A chain of one link is listed in an array of the caller's:
-// Links is small enough to inline, so that array stays on the caller's
-// stack wherever the slice does not outlive the call (TestLinksNoAlloc),
-// and a small chain needs no field for it.
+// mutated. For a chain of one link it is allocated: what runs per item or
+// per filter uses LinksIn.
 func (c *Chain) Links() []*Link {
+	var one [1]*Link
+	return c.LinksIn(&one)
+}
+
+// LinksIn is Links without an allocation: a chain of one link is listed in
+// buf, which the caller keeps on its stack.
+func (c *Chain) LinksIn(buf *[1]*Link) []*Link {
 	if p := c.links.Load(); p != nil {
 		return *p
 	}
-	one := [1]*Link{&c.first}
-	return one[:]
+	buf[0] = &c.first
+	return buf[:]
 }
 
 // Size is the number of items the chain took (BF.CARD).
 // It is the sum of the link sizes; a loaded header must agree.
 func (c *Chain) Size() uint64 {
 	var n uint64
-	for _, l := range c.Links() {
+	var one [1]*Link
+	for _, l := range c.LinksIn(&one) {
 		n += l.Size()
 	}
 	return n
@@ -143,7 +149,8 @@ func (c *Chain) hash(item []byte) engine.Hash {
 // engine.Bloom.Prefetch). It changes nothing.
 func (c *Chain) Prefetch(item []byte) {
 	h := c.hash(item)
-	for _, l := range c.Links() {
+	var one [1]*Link
+	for _, l := range c.LinksIn(&one) {
 		l.Prefetch(h)
 	}
 }
@@ -151,7 +158,8 @@ func (c *Chain) Prefetch(item []byte) {
 // Test reports whether the item may be in the chain.
 func (c *Chain) Test(item []byte) bool {
 	h := c.hash(item)
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	for i := len(links) - 1; i >= 0; i-- {
 		if links[i].Test(h) {
 			return true
@@ -169,7 +177,8 @@ func (c *Chain) Test(item []byte) bool {
 // testing first, so the result and the bits are RedisBloom's.
 func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 	h := c.hash(item)
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	for i := len(links) - 2; i >= 0; i-- {
 		if links[i].Test(h) {
 			return false, nil
@@ -212,7 +221,8 @@ func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 // Capacity is the sum of link capacities (BF.INFO Capacity).
 func (c *Chain) Capacity() uint64 {
 	var n uint64
-	for _, l := range c.Links() {
+	var one [1]*Link
+	for _, l := range c.LinksIn(&one) {
 		n += l.Entries
 	}
 	return n
@@ -221,7 +231,8 @@ func (c *Chain) Capacity() uint64 {
 // Bytes is the total size of the bit arrays.
 func (c *Chain) Bytes() uint64 {
 	var n uint64
-	for _, l := range c.Links() {
+	var one [1]*Link
+	for _, l := range c.LinksIn(&one) {
 		n += l.BloomParams.Bytes
 	}
 	return n
@@ -229,13 +240,15 @@ func (c *Chain) Bytes() uint64 {
 
 // MemUsage is BF.INFO's Size: RedisBloom's BFMemUsage on 64-bit.
 func (c *Chain) MemUsage() uint64 {
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	return chainStructSize + linkStructSize*uint64(len(links)) + c.Bytes()
 }
 
 // Debug renders BF.DEBUG's lines.
 func (c *Chain) Debug() []string {
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	out := make([]string, 0, len(links)+1)
 	out = append(out, fmt.Sprintf("size:%d", c.Size()))
 	width := 32
@@ -276,7 +289,8 @@ const (
 
 // Header encodes the SCANDUMP header (SBChain_GetEncodedHeader).
 func (c *Chain) Header() []byte {
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	buf := make([]byte, chainHeaderSize+linkHeaderSize*len(links))
 	binary.LittleEndian.PutUint64(buf[0:], c.Size())
 	binary.LittleEndian.PutUint32(buf[8:], uint32(len(links)))
@@ -302,7 +316,8 @@ func (c *Chain) linkAt(pos int64) (*Link, uint64) {
 		return nil, 0
 	}
 	off := uint64(pos - 1)
-	for _, l := range c.Links() {
+	var one [1]*Link
+	for _, l := range c.LinksIn(&one) {
 		if off < l.BloomParams.Bytes {
 			return l, off
 		}

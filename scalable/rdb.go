@@ -17,7 +17,8 @@ const (
 
 // AppendRDB appends the chain as BFRdbSave writes it.
 func (c *Chain) AppendRDB(b []byte) []byte {
-	links := c.Links()
+	var one [1]*Link
+	links := c.LinksIn(&one)
 	b = rdb.AppendUInt(b, c.Size())
 	b = rdb.AppendUInt(b, uint64(len(links)))
 	b = rdb.AppendUInt(b, uint64(c.Options))
@@ -74,7 +75,8 @@ func ChainFromRDB(r *rdb.Reader, maxBytes uint64) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, l := range c.Links() {
+	var one [1]*Link
+	for i, l := range c.LinksIn(&one) {
 		l.WriteBytes(data[i], 0)
 	}
 	return c, nil
