@@ -380,6 +380,17 @@ func (b *Bloom) LoadBytes(src []byte, off uint64) {
 	copy(all[off:off+uint64(len(src))], src)
 }
 
+// LoadTarget is the bit array's bytes in memory, for a loader to read a
+// stored image straight into (as LoadBytes would copy it), or nil on a
+// big-endian host, where memory's byte order is not the image's. The
+// filter must not be visible to anyone else yet.
+func (b *Bloom) LoadTarget() []byte {
+	if !littleEndian || b.w == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(b.w)), b.nwords*8)
+}
+
 var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
 // WriteBytes overwrites the bit array at byte offset off (LOADCHUNK). The

@@ -306,6 +306,29 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 	return ErrCorruptImage
 }
 
+// LoadTarget is one array's bytes (as EachArray names it), for a loader
+// to read a stored copy straight into, or nil if there is no such array or
+// its memory is not laid out as its image (engine.Bloom.LoadTarget). Only
+// for a keyspace being loaded.
+func (k *Keyspace) LoadTarget(dbi uint8, key string, part uint32) []byte {
+	v := k.Lookup(dbi, []byte(key), math.MinInt64)
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case KindBloom:
+		var one [1]*scalable.Link
+		if links := v.Bloom().LinksIn(&one); int(part) < len(links) {
+			return links[part].LoadTarget()
+		}
+	case KindCuckoo:
+		if tables := v.Cuckoo().Tables(); int(part) < len(tables) {
+			return tables[part].Data
+		}
+	}
+	return nil
+}
+
 // EachArray calls fn for every bit or bucket array of every key, with its
 // size, so a loader can split the stored chunks between workers. Only for
 // a keyspace being loaded.

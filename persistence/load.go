@@ -46,15 +46,17 @@ const (
 // Chunk keys are in ["c", "d").
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
-// loadAllChunks loads every stored chunk into k, whose keys are loaded.
-func (s *Store) loadAllChunks(k *keyspace.Keyspace) error {
-	if !s.throughPebble {
+// loadAllChunks loads every stored chunk into k, whose keys are loaded,
+// but those of the arrays the base loaded (their chunk prefixes, with the
+// part, in based): with some, through Pebble's iterators, which skip them.
+func (s *Store) loadAllChunks(k *keyspace.Keyspace, based map[string]bool) error {
+	if !s.throughPebble && len(based) == 0 {
 		if run := s.openChunkRun(); run != nil {
 			return loadTables(k, run)
 		}
 	}
 	bounds := chunkRanges(k, loadWorkers)
-	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1]) })
+	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1], based) })
 }
 
 // parallel runs fn(0) … fn(n-1) at once and returns the first error.
@@ -129,17 +131,24 @@ func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
 	return append(bounds, chunksHi)
 }
 
-// loadChunks loads the stored chunks with keys in [lo, hi).
-func (s *Store) loadChunks(k *keyspace.Keyspace, lo, hi []byte) error {
+// loadChunks loads the stored chunks with keys in [lo, hi), but those of
+// the arrays in based.
+func (s *Store) loadChunks(k *keyspace.Keyspace, lo, hi []byte, based map[string]bool) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		if err := loadChunk(k, it.Key(), it.Value()); err != nil {
+	for valid := it.First(); valid; {
+		key := it.Key()
+		if len(key) >= 4 && based[string(key[:len(key)-4])] {
+			valid = it.SeekGE(prefixEnd(key[:len(key)-4]))
+			continue
+		}
+		if err := loadChunk(k, key, it.Value()); err != nil {
 			return err
 		}
+		valid = it.Next()
 	}
 	return it.Error()
 }

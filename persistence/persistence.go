@@ -106,8 +106,14 @@ type Store struct {
 	// Counters of the tables this store ingested, for Stats.
 	tables, valueBytes, tableBytes atomic.Uint64
 	// throughPebble: load every chunk through Pebble's iterators, never
-	// table by table (tests compare the two).
-	throughPebble bool
+	// table by table (tests compare the two); noBase: never from the base.
+	throughPebble, noBase bool
+	// The base (base.go): its generation (the newest file name used, set
+	// at Open and by Rebase, which its caller serialises), the bytes it
+	// holds, the chunk bytes written since it was (Stale), and what loads
+	// read from it.
+	baseGen                      uint64
+	baseBytes, stale, baseLoaded atomic.Uint64
 }
 
 // Stats are the image's write counters and memory, for INFO: what a flush
@@ -191,6 +197,10 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.openBase(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -242,8 +252,9 @@ type Table struct {
 	w    *sstable.Writer
 	err  error
 	// written counts bytes added, for the free-space checks of long tables;
-	// values the values' bytes, for Stats.
-	written, checked, values uint64
+	// values the values' bytes, for Stats; chunks the chunks' bytes, for
+	// Stale.
+	written, checked, values, chunks uint64
 }
 
 // checkSpace refuses a write of need bytes that would leave less than the
@@ -320,6 +331,7 @@ func (t *Table) Commit() error {
 	}
 	t.s.tables.Add(1)
 	t.s.valueBytes.Add(t.values)
+	t.s.stale.Add(t.chunks)
 	t.s.tableBytes.Add(size)
 	return nil
 }
@@ -366,11 +378,18 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		}
 		if err := ck.Chunks(buf, func(c keyspace.Chunk) error {
 			t.set(chunkKey(ck.DB, ck.Key, c), c.Data)
+			t.chunks += uint64(len(c.Data))
 			return t.err
 		}); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
+	// Marks ("d"), in the same order: the base's copy of these keys is
+	// stale from this index on (base.go).
+	for i := range keys {
+		t.set(markKey(keys[i].DB, keys[i].Key), idx[:])
+	}
+	t.set(markedKey, idx[:])
 	// Metadata ("k"), in key order.
 	slices.SortFunc(keys, func(a, b keyspace.CutKey) int {
 		if a.DB != b.DB {
@@ -505,7 +524,13 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 	if err := it.Close(); err != nil {
 		return nil, 0, err
 	}
-	if err := s.loadAllChunks(k); err != nil {
+	var based map[string]bool
+	if !s.noBase {
+		if based, err = s.loadBase(k, applied); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := s.loadAllChunks(k, based); err != nil {
 		return nil, 0, err
 	}
 	k.ForgetChanges()
@@ -549,6 +574,9 @@ func (s *Snapshot) Stream(w io.Writer) error {
 	bw.WriteString(snapMagic)
 	var hdr [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
+		if k := it.Key(); len(k) > 0 && (k[0] == 'b' || k[0] == 'd') {
+			continue // the base's own: a receiver has no base (base.go)
+		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {
 			n := binary.PutUvarint(hdr[:], uint64(len(part)))
 			bw.Write(hdr[:n])
@@ -611,6 +639,9 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 			return ErrCorrupt
 		}
 		prev = append(prev[:0], key...)
+		if key[0] == 'b' || key[0] == 'd' {
+			continue // a base's keys, without its file: never sent, never kept
+		}
 		t.set(key, val)
 		if t.err != nil {
 			err := t.err
@@ -618,7 +649,16 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 			return err
 		}
 	}
-	return t.Commit()
+	if err := t.Commit(); err != nil {
+		return err
+	}
+	// The range deletion took the base's entries: its file goes, and the
+	// next quiet snapshot writes a new one.
+	s.removeBases(0)
+	s.baseBytes.Store(0)
+	n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
+	s.stale.Store(n)
+	return nil
 }
 
 // RestoreBackup fills an empty image from a backup (a snapshot stream, as

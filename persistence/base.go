@@ -1,0 +1,559 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/bfserver/bfserver/engine"
+	"github.com/bfserver/bfserver/keyspace"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// The base: a flat copy of the large arrays, for starting at disk speed.
+//
+// A start reads the whole image, and through Pebble every byte lands
+// first in the page cache, then, copied, in the filter's fresh array:
+// twice the fresh memory, which on this project's virtual machines is
+// what a start waits on (the host backs new pages lazily). The base is
+// one file holding each array of 1 MiB or more as its bytes, 4 KiB
+// aligned, so that a start reads it with O_DIRECT straight into the
+// arrays: no page cache, no copy. On 943 MiB of filters a start took
+// 0.67-1.03 s this way against 0.91-2.52 s through Pebble, the raw read
+// of the image 0.83-1.43 s (a prototype, 9 rounds in turn).
+//
+// The base is a cache of the image, never its only copy: Pebble keeps
+// every chunk, a snapshot streams from Pebble alone, and an older build
+// ignores the base's keys and loads as before. So every doubt about the
+// base (a missing or short file, a checksum that does not match, an array
+// of another size) loads that array from Pebble instead, and costs only
+// time. It is written from the image as it stands (a Pebble snapshot, the
+// other image writes held off by the caller) when a quiet snapshot finds
+// enough changed since the last one (Stale), and costs the disk the large
+// arrays' bytes once more.
+//
+// Which arrays it may be trusted for: each flush marks every key it
+// writes ("d" key, the applied index it brings the image to), and a base
+// entry ("b" key) records the applied index of the image it copies. An
+// entry whose key was marked at a later index is stale, and the array
+// loads from Pebble. A rebase writes new entries and drops every mark.
+//
+// A build from before the base writes the image without marks. So every
+// flush (and a rebase) also records the index it brings the image to as
+// "e", beside "a": when the two differ, a build that does not mark wrote
+// the image last, and no entry is trusted.
+//
+// Keys:
+//
+//	"b" db len(key)u32 key part u32   an array's place in the base file
+//	"d" db len(key)u32 key            the index of the last flush that wrote the key
+//	"e"                               the index of the last flush that marked
+//
+// Files: base/<gen>.arrays in the image directory, the newest the one
+// the entries name; any other is removed at Open and after a rebase.
+
+const (
+	// baseMinArray: smaller arrays stay in Pebble only (a 4 KiB-aligned
+	// copy of many small ones would cost more disk than it saves time).
+	baseMinArray = 1 << 20
+	// basePiece is one read of the base.
+	basePiece = 1 << 20
+	// baseAlign is where each array starts in the file: O_DIRECT's unit.
+	baseAlign = 4096
+	// baseWorkers read the base at once.
+	baseWorkers = 4
+)
+
+var (
+	markedKey      = []byte("e")
+	baseLo, baseHi = []byte("b"), []byte("c")
+	markLo, markHi = []byte("d"), []byte("e")
+	castagnoli     = crc32.MakeTable(crc32.Castagnoli)
+	zeroChunkCRC   = crc32.Checksum(make([]byte, engine.ChunkSize), castagnoli)
+)
+
+// baseEntry is one array's place in the base.
+type baseEntry struct {
+	gen    uint64   // the file
+	index  uint64   // the applied index of the image it copies
+	off    uint64   // where its bytes start in the file (baseAlign-aligned)
+	length uint64   // its bytes in the file; the rest of the array is zero
+	crcs   []uint32 // crc32c (Castagnoli) of each chunk of those bytes
+}
+
+func (e *baseEntry) encode() []byte {
+	b := make([]byte, 0, 32+4*len(e.crcs))
+	for _, v := range []uint64{e.gen, e.index, e.off, e.length} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	for _, c := range e.crcs {
+		b = binary.LittleEndian.AppendUint32(b, c)
+	}
+	return b
+}
+
+// decodeBaseEntry decodes an entry, or fails on anything an encode would
+// not have written.
+func decodeBaseEntry(v []byte, maxLength uint64) (baseEntry, error) {
+	if len(v) < 32 || (len(v)-32)%4 != 0 {
+		return baseEntry{}, ErrCorrupt
+	}
+	e := baseEntry{
+		gen: binary.LittleEndian.Uint64(v), index: binary.LittleEndian.Uint64(v[8:]),
+		off: binary.LittleEndian.Uint64(v[16:]), length: binary.LittleEndian.Uint64(v[24:]),
+	}
+	n := (len(v) - 32) / 4
+	if e.length == 0 || e.length > maxLength || e.off%baseAlign != 0 || e.off > 1<<62 ||
+		uint64(n) != (e.length+engine.ChunkSize-1)/engine.ChunkSize {
+		return baseEntry{}, ErrCorrupt
+	}
+	e.crcs = make([]uint32, n)
+	for i := range e.crcs {
+		e.crcs[i] = binary.LittleEndian.Uint32(v[32+4*i:])
+	}
+	return e, nil
+}
+
+// markKey is the key a flush marks: "d" and the chunk prefix's rest.
+func markKey(db uint8, key string) []byte {
+	p := chunkPrefix(db, key)
+	p[0] = 'd'
+	return p
+}
+
+func (s *Store) baseDir() string { return s.fs.PathJoin(s.opts.Dir, "base") }
+
+func (s *Store) basePath(gen uint64) string {
+	return s.fs.PathJoin(s.baseDir(), fmt.Sprintf("%016x.arrays", gen))
+}
+
+// openBase finds the base the entries name, removes every other file in
+// the base directory (a rebase a crash cut short, or one replaced), and
+// sets the next generation and what counts as stale. Called by Open.
+func (s *Store) openBase() error {
+	if err := s.fs.MkdirAll(s.baseDir(), 0o755); err != nil {
+		return err
+	}
+	var live uint64
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi})
+	if err != nil {
+		return err
+	}
+	if it.First() {
+		if e, err := decodeBaseEntry(it.Value(), s.opts.MaxValueBytes); err == nil {
+			live = e.gen
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	names, err := s.fs.List(s.baseDir())
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		gen, err := strconv.ParseUint(strings.TrimSuffix(name, ".arrays"), 16, 64)
+		if err == nil && strings.HasSuffix(name, ".arrays") && gen == live && live != 0 {
+			s.baseGen = max(s.baseGen, gen)
+			continue
+		}
+		if err == nil {
+			s.baseGen = max(s.baseGen, gen)
+		}
+		if err := s.fs.Remove(s.fs.PathJoin(s.baseDir(), name)); err != nil {
+			return err
+		}
+	}
+	if live == 0 {
+		// No base yet: the first quiet snapshot writes one if the image
+		// holds large arrays (what the chunks cost the disk tells).
+		n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
+		s.stale.Store(n)
+	}
+	return nil
+}
+
+// Stale reports whether enough of the image changed since the base was
+// written for a new one to pay: 64 MiB of chunks, and a quarter of the
+// base.
+func (s *Store) Stale() bool {
+	return s.stale.Load() >= max(64<<20, s.baseBytes.Load()/4)
+}
+
+// Rebase writes a new base from the image as it is now and returns its
+// bytes. The caller keeps every other write of the image out until it
+// returns (replication: flushMu), so that no mark lands between the copy
+// and the entries that supersede it. A failure leaves the old base and
+// its entries as they were.
+func (s *Store) Rebase() (uint64, error) {
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	var applied uint64
+	if v, closer, err := snap.Get(appliedKey); err == nil {
+		if len(v) == 8 {
+			applied = binary.LittleEndian.Uint64(v)
+		}
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return 0, err
+	}
+	need, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
+	if err := s.checkSpace(need); err != nil {
+		return 0, err
+	}
+	gen := s.baseGen + 1
+	path := s.basePath(gen)
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return 0, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+			s.fs.Remove(path)
+		}
+	}()
+	type entry struct {
+		key []byte
+		baseEntry
+	}
+	var entries []entry
+	var end uint64 // the file's bytes so far
+	// The array being copied: its chunk prefix (with part), the chunks
+	// held until it reaches baseMinArray, and where it starts.
+	var (
+		prefix  []byte
+		held    [][]byte
+		heldIdx []uint32
+		cur     *entry
+		last    int64 = -1
+	)
+	write := func(idx uint32, v []byte) error {
+		for i := last + 1; i < int64(idx); i++ {
+			cur.crcs = append(cur.crcs, zeroChunkCRC) // never written: a hole
+		}
+		if _, err := f.WriteAt(v, int64(cur.off)+int64(idx)*engine.ChunkSize); err != nil {
+			return err
+		}
+		cur.crcs = append(cur.crcs, crc32.Checksum(v, castagnoli))
+		cur.length = uint64(idx)*engine.ChunkSize + uint64(len(v))
+		last = int64(idx)
+		return nil
+	}
+	finish := func() {
+		if cur != nil {
+			entries = append(entries, *cur)
+			end = (cur.off + cur.length + baseAlign - 1) &^ (baseAlign - 1)
+		}
+		prefix, held, heldIdx, cur, last = nil, held[:0], heldIdx[:0], nil, -1
+	}
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: chunksLo, UpperBound: chunksHi})
+	if err != nil {
+		return 0, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		key, v := it.Key(), it.Value()
+		if len(key) < 14 || len(key) != 6+int(binary.BigEndian.Uint32(key[2:]))+8 || len(v) > engine.ChunkSize {
+			it.Close()
+			return 0, ErrCorrupt
+		}
+		idx := binary.BigEndian.Uint32(key[len(key)-4:])
+		if !bytes.Equal(key[:len(key)-4], prefix) {
+			finish()
+			prefix = append(prefix[:0], key[:len(key)-4]...)
+		}
+		if cur == nil {
+			held = append(held, slices.Clone(v))
+			heldIdx = append(heldIdx, idx)
+			if uint64(idx)*engine.ChunkSize+uint64(len(v)) < baseMinArray {
+				continue
+			}
+			bk := slices.Clone(prefix)
+			bk[0] = 'b'
+			cur = &entry{key: bk, baseEntry: baseEntry{gen: gen, index: applied, off: end}}
+			for i, h := range held {
+				if err := write(heldIdx[i], h); err != nil {
+					it.Close()
+					return 0, err
+				}
+			}
+			held = held[:0]
+			continue
+		}
+		if err := write(idx, v); err != nil {
+			it.Close()
+			return 0, err
+		}
+	}
+	finish()
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	keep = true // closed
+	if err == nil {
+		var d vfs.File
+		if d, err = s.fs.OpenDir(s.baseDir()); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		s.fs.Remove(path)
+		return 0, err
+	}
+	// One table replaces the entries and drops the marks, by point
+	// deletions (a range deletion would span the chunks' keys, and the
+	// chunks would no longer load table by table).
+	var old, marks [][]byte
+	for _, r := range [][2][]byte{{baseLo, baseHi}, {markLo, markHi}} {
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+		if err != nil {
+			s.fs.Remove(path)
+			return 0, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if r[0][0] == 'b' {
+				old = append(old, slices.Clone(it.Key()))
+			} else {
+				marks = append(marks, slices.Clone(it.Key()))
+			}
+		}
+		if err := it.Close(); err != nil {
+			s.fs.Remove(path)
+			return 0, err
+		}
+	}
+	t, err := s.newTable(uint64(len(entries)+len(old)+len(marks)) * 64)
+	if err != nil {
+		s.fs.Remove(path)
+		return 0, err
+	}
+	del := func(k []byte) {
+		if t.err == nil {
+			t.err = t.w.Delete(k)
+		}
+	}
+	i := 0
+	for _, k := range old {
+		for ; i < len(entries) && bytes.Compare(entries[i].key, k) < 0; i++ {
+			t.set(entries[i].key, entries[i].encode())
+		}
+		if i < len(entries) && bytes.Equal(entries[i].key, k) {
+			continue // replaced by the set below
+		}
+		del(k)
+	}
+	for ; i < len(entries); i++ {
+		t.set(entries[i].key, entries[i].encode())
+	}
+	for _, k := range marks {
+		del(k)
+	}
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], applied)
+	t.set(markedKey, idx[:])
+	if err := t.Commit(); err != nil {
+		s.fs.Remove(path)
+		return 0, err
+	}
+	s.baseGen = gen
+	var bytes uint64
+	for i := range entries {
+		bytes += entries[i].length
+	}
+	s.baseBytes.Store(bytes)
+	s.stale.Store(0)
+	s.removeBases(gen)
+	return bytes, nil
+}
+
+// removeBases removes every base file but keep's (0: all of them).
+func (s *Store) removeBases(keep uint64) {
+	names, _ := s.fs.List(s.baseDir())
+	for _, name := range names {
+		if keep == 0 || s.fs.PathJoin(s.baseDir(), name) != s.basePath(keep) {
+			s.fs.Remove(s.fs.PathJoin(s.baseDir(), name))
+		}
+	}
+}
+
+// basedArray is an array to read from the base.
+type basedArray struct {
+	prefix string // its chunk key prefix, with the part
+	dst    []byte
+	e      baseEntry
+	failed atomic.Bool
+}
+
+// loadBase reads into k, whose keys are loaded, every array the base
+// holds and may be trusted for, and returns their chunk prefixes (with
+// the part), which the chunks' load then skips. What it cannot read or
+// check it leaves zero and out of the set, to load from Pebble.
+func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool, error) {
+	v, closer, err := s.db.Get(markedKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil // never written by a build that marks
+	}
+	if err != nil {
+		return nil, err
+	}
+	marked := len(v) == 8 && binary.LittleEndian.Uint64(v) == applied
+	closer.Close()
+	if !marked {
+		s.warn("the image was written last by a build that keeps no base: loading it from Pebble")
+		return nil, nil
+	}
+	marks := map[string]uint64{}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: markLo, UpperBound: markHi})
+	if err != nil {
+		return nil, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if len(it.Value()) != 8 {
+			it.Close()
+			return nil, ErrCorrupt
+		}
+		marks[string(it.Key()[1:])] = binary.LittleEndian.Uint64(it.Value())
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	if it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi}); err != nil {
+		return nil, err
+	}
+	var arrays []*basedArray
+	var gen, total uint64
+	for it.First(); it.Valid(); it.Next() {
+		key := it.Key()
+		e, err := decodeBaseEntry(it.Value(), s.opts.MaxValueBytes)
+		if err != nil || len(key) < 10 || len(key) != 6+int(binary.BigEndian.Uint32(key[2:]))+4 || gen != 0 && e.gen != gen {
+			s.warn("a base entry does not decode: loading the image from Pebble", "key", fmt.Sprintf("%q", key))
+			arrays = nil
+			break
+		}
+		gen = e.gen
+		n := int(binary.BigEndian.Uint32(key[2:]))
+		if m, ok := marks[string(key[1:6+n])]; ok && m > e.index {
+			continue // written since the base
+		}
+		dst := k.LoadTarget(key[1], string(key[6:6+n]), binary.BigEndian.Uint32(key[6+n:]))
+		if uint64(len(dst)) < e.length {
+			continue // another array now (or none)
+		}
+		prefix := slices.Clone(key)
+		prefix[0] = 'c'
+		arrays = append(arrays, &basedArray{prefix: string(prefix), dst: dst, e: e})
+		total += e.length
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	if len(arrays) == 0 {
+		return nil, nil
+	}
+	path := s.basePath(gen)
+	var direct *os.File
+	if s.fs == vfs.Default {
+		direct = openDirect(path)
+		if direct != nil {
+			defer direct.Close()
+		}
+	}
+	f, err := s.fs.Open(path)
+	if err != nil {
+		s.warn("the base cannot be opened: loading the image from Pebble", "err", err)
+		return nil, nil
+	}
+	defer f.Close()
+	type piece struct {
+		a   *basedArray
+		off uint64 // within the array
+	}
+	pieces := make(chan piece, 64)
+	var wg sync.WaitGroup
+	for range baseWorkers {
+		wg.Go(func() {
+			for p := range pieces {
+				if p.a.failed.Load() {
+					continue
+				}
+				n := min(basePiece, p.a.e.length-p.off)
+				dst := p.a.dst[p.off : p.off+n]
+				if err := readPiece(direct, f, dst, int64(p.a.e.off+p.off)); err != nil {
+					p.a.failed.Store(true)
+					s.warn("reading the base: loading an array from Pebble", "err", err)
+					continue
+				}
+				for c := uint64(0); c < n; c += engine.ChunkSize {
+					chunk := dst[c:min(c+engine.ChunkSize, n)]
+					if crc32.Checksum(chunk, castagnoli) != p.a.e.crcs[(p.off+c)/engine.ChunkSize] {
+						p.a.failed.Store(true)
+						s.warn("a base checksum does not match: loading an array from Pebble", "array", fmt.Sprintf("%q", p.a.prefix))
+						break
+					}
+				}
+			}
+		})
+	}
+	for _, a := range arrays {
+		for off := uint64(0); off < a.e.length; off += basePiece {
+			pieces <- piece{a, off}
+		}
+	}
+	close(pieces)
+	wg.Wait()
+	based := make(map[string]bool, len(arrays))
+	for _, a := range arrays {
+		if a.failed.Load() {
+			clear(a.dst[:a.e.length])
+			continue
+		}
+		based[a.prefix] = true
+		s.baseLoaded.Add(a.e.length)
+	}
+	return based, nil
+}
+
+// readPiece reads len(dst) bytes at off: its whole 4 KiB blocks with
+// O_DIRECT straight into dst when dst is aligned and direct is open, the
+// rest (and everything otherwise) through f.
+func readPiece(direct *os.File, f vfs.File, dst []byte, off int64) error {
+	done := 0
+	if direct != nil && uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%baseAlign == 0 && off%baseAlign == 0 {
+		for whole := len(dst) &^ (baseAlign - 1); done < whole; {
+			n, err := preadDirect(direct, dst[done:whole], off+int64(done))
+			if err != nil || n <= 0 || n%baseAlign != 0 {
+				break // the rest through f, which reports what it meets
+			}
+			done += n
+		}
+	}
+	if done < len(dst) {
+		if _, err := f.ReadAt(dst[done:], off+int64(done)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warn logs a problem the store works around.
+func (s *Store) warn(msg string, args ...any) {
+	if s.opts.Logger != nil {
+		s.opts.Logger.Warn(msg, append(args, "component", "image")...)
+	}
+}
