@@ -149,11 +149,14 @@ func (s *Store) openBase() error {
 	if err != nil {
 		return err
 	}
-	if it.First() {
+	var held uint64
+	for valid := it.First(); valid; valid = it.Next() {
 		if e, err := decodeBaseEntry(it.Value(), s.opts.MaxValueBytes); err == nil {
 			live = e.gen
+			held += e.length
 		}
 	}
+	s.baseBytes.Store(held)
 	if err := it.Close(); err != nil {
 		return err
 	}
@@ -377,6 +380,7 @@ func (s *Store) Rebase() (uint64, error) {
 		bytes += entries[i].length
 	}
 	s.baseBytes.Store(bytes)
+	s.baseWritten.Add(end)
 	s.stale.Store(0)
 	s.removeBases(gen)
 	return bytes, nil

@@ -112,8 +112,8 @@ type Store struct {
 	// at Open and by Rebase, which its caller serialises), the bytes it
 	// holds, the chunk bytes written since it was (Stale), and what loads
 	// read from it.
-	baseGen                      uint64
-	baseBytes, stale, baseLoaded atomic.Uint64
+	baseGen                                   uint64
+	baseBytes, baseWritten, stale, baseLoaded atomic.Uint64
 }
 
 // Stats are the image's write counters and memory, for INFO: what a flush
@@ -129,6 +129,9 @@ type Stats struct {
 	DiskBytes uint64
 	// MemoryBytes is what Pebble holds in memory: block cache and memtables.
 	MemoryBytes uint64
+	// BaseBytes is what the base holds (base.go); BaseWritten what rebases
+	// wrote since Open.
+	BaseBytes, BaseWritten uint64
 }
 
 // Stats reports the image's counters since Open.
@@ -139,6 +142,7 @@ func (s *Store) Stats() Stats {
 		Tables: s.tables.Load(), ValueBytes: s.valueBytes.Load(), TableBytes: s.tableBytes.Load(),
 		CompactedBytes: t.TableBytesCompacted, DiskBytes: uint64(t.TablesSize),
 		MemoryBytes: uint64(m.BlockCache.Size) + m.MemTable.Size,
+		BaseBytes:   s.baseBytes.Load(), BaseWritten: s.baseWritten.Load(),
 	}
 }
 

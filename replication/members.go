@@ -259,5 +259,7 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_compaction_bytes_written", u(st.CompactedBytes)},
 		{"image_write_amplification", amp},
 		{"image_disk_bytes", u(st.DiskBytes)},
+		{"image_base_bytes", u(st.BaseBytes)},
+		{"image_base_bytes_written", u(st.BaseWritten)},
 	}
 }

@@ -861,6 +861,22 @@ func startFive(bin string) (*server, []string) {
 		time.Sleep(100 * time.Millisecond) // polling LASTSAVE
 	}
 	fmt.Printf("%s: snapshot %v after the load ended\n", s.name, time.Since(waited).Round(100*time.Millisecond))
+	// A build with a base (persistence, base.go) writes it after that
+	// snapshot: the restarts are of a node that had.
+	for based := time.Now(); ; time.Sleep(100 * time.Millisecond) { // polling INFO
+		info, _ := c.Info(context.Background(), "persistence").Result()
+		i := strings.Index(info, "image_base_bytes:")
+		if i < 0 || !strings.HasPrefix(info[i:], "image_base_bytes:0\r") {
+			if i >= 0 {
+				fmt.Printf("%s: base written %v after the snapshot\n", s.name, time.Since(based).Round(100*time.Millisecond))
+			}
+			break
+		}
+		if time.Since(based) > time.Minute {
+			fmt.Println("  (no base within a minute of the snapshot)")
+			break
+		}
+	}
 	return s, keys
 }
 
