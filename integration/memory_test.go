@@ -313,3 +313,100 @@ func TestLargeLoadChunk(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartFromBase: after a bulk load a node writes the base (a flat
+// copy of its large arrays) once its log is quiet, and a node killed with
+// SIGKILL starts from it: the large arrays come from the base, and every
+// acknowledged item is there, also those added after the base and the
+// flushes after it (their filter loads from Pebble), with digests as
+// before the kill.
+func TestRestartFromBase(t *testing.T) {
+	n := start(t, "--flush-interval", "1s")
+	c := n.client(2)
+	cx := ctx(t)
+	// "big" (about 90 MB) filled through the log by LOADCHUNKs, as a
+	// migration does; "cf" and "late" get items.
+	must := func(args ...any) {
+		t.Helper()
+		if err := c.Do(cx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	must("BF.RESERVE", "big", "0.001", "50000000", "NONSCALING")
+	for it := int64(1); ; {
+		res, err := c.Do(cx, "BF.SCANDUMP", "big", it).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it = res[0].(int64); it == 0 {
+			break
+		}
+		data := []byte(res[1].(string))
+		for i := range data {
+			data[i] = byte(i*131 + int(it))
+		}
+		must("BF.LOADCHUNK", "big", it, data)
+	}
+	must("CF.RESERVE", "cf", "2000000", "BUCKETSIZE", "2")
+	must("BF.RESERVE", "late", "0.001", "1000000")
+	items := func(prefix string, n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s:%d", prefix, i)
+		}
+		return out
+	}
+	must(append([]any{"CF.INSERT", "cf", "ITEMS"}, items("c", 5000)...)...)
+	must(append([]any{"BF.MADD", "late"}, items("a", 5000)...)...)
+	waitFor(t, 90*time.Second, "the base", func() bool {
+		v, err := strconv.ParseUint(infoOf(n, "persistence")["image_base_bytes"], 10, 64)
+		return err == nil && v > 0
+	})
+	base := infoUint(t, infoOf(n, "persistence"), "image_base_bytes")
+	if base < 85<<20 {
+		t.Fatalf("a base of %d bytes for a 90 MB filter and two of 2-4 MB", base)
+	}
+	// After the base: items in "late", flushed, then more, not yet.
+	tables := infoUint(t, infoOf(n, "persistence"), "image_tables_ingested")
+	must(append([]any{"BF.MADD", "late"}, items("b", 5000)...)...)
+	waitFor(t, 30*time.Second, "a flush", func() bool {
+		return infoUint(t, infoOf(n, "persistence"), "image_tables_ingested") > tables
+	})
+	must(append([]any{"BF.MADD", "late"}, items("d", 5000)...)...)
+	digests := map[string]string{}
+	for _, key := range []string{"big", "cf", "late"} {
+		digests[key] = c.Do(cx, "BF.DIGEST", key).Val().(string)
+	}
+	n.kill()
+	n.launch()
+	c = n.client(2)
+	after := infoOf(n, "persistence")
+	if got := infoUint(t, after, "image_base_loaded_bytes"); got < 85<<20 || got >= base {
+		t.Fatalf("the start read %d bytes from a base of %d: want the large arrays but the one written since", got, base)
+	}
+	for key, want := range digests {
+		if got := c.Do(cx, "BF.DIGEST", key).Val(); got != want {
+			t.Fatalf("%s: digest %v after the restart, %v before", key, got, want)
+		}
+	}
+	for _, p := range []string{"a", "b", "d"} {
+		res, err := c.Do(cx, append([]any{"BF.MEXISTS", "late"}, items(p, 5000)...)...).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r != int64(1) {
+				t.Fatalf("late: %s:%d, acknowledged, answers %v after the restart", p, i, r)
+			}
+		}
+	}
+	res, err := c.Do(cx, append([]any{"CF.MEXISTS", "cf"}, items("c", 5000)...)...).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r != int64(1) {
+			t.Fatalf("cf: c:%d, acknowledged, answers %v after the restart", i, r)
+		}
+	}
+}

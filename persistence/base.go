@@ -66,12 +66,13 @@ const (
 	// baseMinArray: smaller arrays stay in Pebble only (a 4 KiB-aligned
 	// copy of many small ones would cost more disk than it saves time).
 	baseMinArray = 1 << 20
-	// basePiece is one read of the base.
-	basePiece = 1 << 20
+	// basePiece is one read of the base, and baseWorkers read at once:
+	// with 8 of 2 MiB in flight 943 MiB started in 0.68-0.91 s, with 4 of
+	// 1 MiB in 0.74-2.05 s (4 starts each, in turn).
+	basePiece = 2 << 20
 	// baseAlign is where each array starts in the file: O_DIRECT's unit.
-	baseAlign = 4096
-	// baseWorkers read the base at once.
-	baseWorkers = 4
+	baseAlign   = 4096
+	baseWorkers = 8
 )
 
 var (

@@ -130,8 +130,8 @@ type Stats struct {
 	// MemoryBytes is what Pebble holds in memory: block cache and memtables.
 	MemoryBytes uint64
 	// BaseBytes is what the base holds (base.go); BaseWritten what rebases
-	// wrote since Open.
-	BaseBytes, BaseWritten uint64
+	// wrote since Open; BaseLoaded what loads read from it.
+	BaseBytes, BaseWritten, BaseLoaded uint64
 }
 
 // Stats reports the image's counters since Open.
@@ -142,7 +142,7 @@ func (s *Store) Stats() Stats {
 		Tables: s.tables.Load(), ValueBytes: s.valueBytes.Load(), TableBytes: s.tableBytes.Load(),
 		CompactedBytes: t.TableBytesCompacted, DiskBytes: uint64(t.TablesSize),
 		MemoryBytes: uint64(m.BlockCache.Size) + m.MemTable.Size,
-		BaseBytes:   s.baseBytes.Load(), BaseWritten: s.baseWritten.Load(),
+		BaseBytes:   s.baseBytes.Load(), BaseWritten: s.baseWritten.Load(), BaseLoaded: s.baseLoaded.Load(),
 	}
 }
 

@@ -261,5 +261,6 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_disk_bytes", u(st.DiskBytes)},
 		{"image_base_bytes", u(st.BaseBytes)},
 		{"image_base_bytes_written", u(st.BaseWritten)},
+		{"image_base_loaded_bytes", u(st.BaseLoaded)},
 	}
 }

@@ -321,7 +321,7 @@ func Open(opts Options) (*Node, error) {
 		n.store.Close()
 		return nil, err
 	}
-	n.log.Info("image loaded", "applied", n.fsm.applied.Load(), "took", time.Since(began).Round(time.Millisecond))
+	n.log.Info("image loaded", "applied", n.fsm.applied.Load(), "from_base", n.store.Stats().BaseLoaded, "took", time.Since(began).Round(time.Millisecond))
 	l := <-logs
 	if l.err != nil {
 		n.store.Close()
