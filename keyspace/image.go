@@ -138,6 +138,9 @@ func (c *Cut) Bytes() uint64 {
 	return n
 }
 
+// Gone reports whether the key no longer exists at the cut.
+func (ck *CutKey) Gone() bool { return ck.v == nil }
+
 // Meta is the key's stored metadata at the cut, or nil when it is gone.
 func (ck *CutKey) Meta() []byte {
 	if ck.v == nil {

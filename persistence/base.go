@@ -423,26 +423,12 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 		s.warn("the image was written last by a build that keeps no base: loading it from Pebble")
 		return nil, nil
 	}
-	marks := map[string]uint64{}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: markLo, UpperBound: markHi})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi})
 	if err != nil {
 		return nil, err
 	}
-	for it.First(); it.Valid(); it.Next() {
-		if len(it.Value()) != 8 {
-			it.Close()
-			return nil, ErrCorrupt
-		}
-		marks[string(it.Key()[1:])] = binary.LittleEndian.Uint64(it.Value())
-	}
-	if err := it.Close(); err != nil {
-		return nil, err
-	}
-	if it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi}); err != nil {
-		return nil, err
-	}
 	var arrays []*basedArray
-	var gen, total uint64
+	var gen uint64
 	for it.First(); it.Valid(); it.Next() {
 		key := it.Key()
 		e, err := decodeBaseEntry(it.Value(), s.opts.MaxValueBytes)
@@ -453,8 +439,17 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 		}
 		gen = e.gen
 		n := int(binary.BigEndian.Uint32(key[2:]))
-		if m, ok := marks[string(key[1:6+n])]; ok && m > e.index {
-			continue // written since the base
+		mk := slices.Clone(key[:6+n])
+		mk[0] = 'd'
+		if m, closer, err := s.db.Get(mk); err == nil {
+			stale := len(m) != 8 || binary.LittleEndian.Uint64(m) > e.index
+			closer.Close()
+			if stale {
+				continue // written since the base
+			}
+		} else if !errors.Is(err, pebble.ErrNotFound) {
+			it.Close()
+			return nil, err
 		}
 		dst := k.LoadTarget(key[1], string(key[6:6+n]), binary.BigEndian.Uint32(key[6+n:]))
 		if uint64(len(dst)) < e.length {
@@ -463,7 +458,6 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 		prefix := slices.Clone(key)
 		prefix[0] = 'c'
 		arrays = append(arrays, &basedArray{prefix: string(prefix), dst: dst, e: e})
-		total += e.length
 	}
 	if err := it.Close(); err != nil {
 		return nil, err

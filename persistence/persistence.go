@@ -10,6 +10,7 @@
 //	"k" db key                            metadata of a key
 //	"w" name                              the keyspace's own records (WATCH versions)
 //	"x" name                              replicated metadata (members)
+//	"b", "d", "e"                         the base (base.go): a flat copy of the large arrays
 //
 // Writes: every change to the image (a flush, a Raft snapshot's, an
 // installed snapshot) is one sstable, written in key order straight from
@@ -389,9 +390,15 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		}
 	}
 	// Marks ("d"), in the same order: the base's copy of these keys is
-	// stale from this index on (base.go).
+	// stale from this index on (base.go). A key gone needs none (its entry
+	// finds no array; one created again is marked then), so that marks
+	// never outnumber the keys.
 	for i := range keys {
-		t.set(markKey(keys[i].DB, keys[i].Key), idx[:])
+		if mk := markKey(keys[i].DB, keys[i].Key); !keys[i].Gone() {
+			t.set(mk, idx[:])
+		} else if t.err == nil {
+			t.err = t.w.Delete(mk)
+		}
 	}
 	t.set(markedKey, idx[:])
 	// Metadata ("k"), in key order.
