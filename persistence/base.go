@@ -145,6 +145,10 @@ func (s *Store) openBase() error {
 	if err := s.fs.MkdirAll(s.baseDir(), 0o755); err != nil {
 		return err
 	}
+	if s.opts.NoBase {
+		s.removeBases(0)
+		return nil
+	}
 	var live uint64
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi})
 	if err != nil {
@@ -191,7 +195,7 @@ func (s *Store) openBase() error {
 // written for a new one to pay: 64 MiB of chunks, and a quarter of the
 // base.
 func (s *Store) Stale() bool {
-	return s.stale.Load() >= max(64<<20, s.baseBytes.Load()/4)
+	return !s.opts.NoBase && s.stale.Load() >= max(64<<20, s.baseBytes.Load()/4)
 }
 
 // Rebase writes a new base from the image as it is now and returns its

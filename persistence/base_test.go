@@ -248,6 +248,18 @@ func TestBase(t *testing.T) {
 			if files := baseFiles(t, s); len(files) != 1 || files[0] == live[0] || files[0] <= "00000000000000ff.arrays" {
 				t.Fatalf("a rebase after a stray generation wrote %v", files)
 			}
+			// Without a base (--image-base false): the file goes, the load is
+			// Pebble's, and no snapshot writes one.
+			s.Close()
+			if s, err = Open(Options{Dir: s.opts.Dir, NoBase: true}); err != nil {
+				t.Fatal(err)
+			}
+			if files := baseFiles(t, s); len(files) != 0 || s.Stale() {
+				t.Fatalf("with NoBase: base files %v, stale %v", files, s.Stale())
+			}
+			if got := loadChecked(t, s, k); got != 0 {
+				t.Fatalf("with NoBase %d bytes loaded from a base", got)
+			}
 		})
 	}
 }

@@ -87,6 +87,9 @@ type Options struct {
 	// Reserve is the free space a write must leave on the filesystem, for
 	// Pebble's own MANIFEST and compactions. Default 64 MiB.
 	Reserve uint64
+	// NoBase keeps no base (base.go), and removes one: loads read every
+	// chunk through Pebble, and no disk holds a second copy. Default false.
+	NoBase bool
 	// OnFatal is told of an error Pebble cannot go on after (a failed
 	// MANIFEST write). The store then refuses writes; the node should stop.
 	// Default: logged only.
@@ -166,7 +169,7 @@ func Open(opts Options) (*Store, error) {
 	} else if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest")}
+	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest"), noBase: opts.NoBase}
 	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}}
 	// A damaged block fails the read that met it, with Pebble's error (a
 	// load then fails, the node does not start); by default Pebble would

@@ -106,6 +106,9 @@ type Options struct {
 	// run at the same rate, to well within a factor of two. Default false:
 	// leases on.
 	NoReadLease bool
+	// NoImageBase keeps no base, the flat copy of the large arrays a start
+	// reads at disk speed (persistence.Options.NoBase). Default false.
+	NoImageBase bool
 	// NoFollowerLease keeps followers from holding read leases (see
 	// readlease.go): each batch of a follower's linearizable reads then
 	// asks the leader for its read index. With leases, a follower serving
@@ -302,7 +305,7 @@ func Open(opts Options) (*Node, error) {
 	// default cap follows the machine's memory, past the image's 4 GiB
 	// default), so what was accepted is never refused at the next start.
 	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
-		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes)}
+		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes), NoBase: opts.NoImageBase}
 	// The Raft log opens (bbolt reads its tree to rebuild the freelist)
 	// while the image loads: the two read different files, and neither
 	// needs the other until Raft starts.

@@ -64,6 +64,7 @@ type config struct {
 	maxMemory      uint64
 	stale          bool
 	readLease      bool
+	imageBase      bool
 	followerLease  bool
 	logFormat      string
 	maxBulk        uint64
@@ -102,6 +103,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot for lagging followers")
 	c.trailingBytes = 64 << 20
 	fs.Var(memoryValue{&c.trailingBytes}, "trailing-log-bytes", "most bytes of log kept after a snapshot, by the average entry since the one before (at least one entry, at most --trailing-logs; units as Redis: 64mb)")
+	fs.BoolVar(&c.imageBase, "image-base", true, "keep a flat copy of the large filters (up to their bytes more disk), which a start reads at disk speed (false: none, and a start reads the image through Pebble)")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
@@ -293,7 +295,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
 			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
-			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease,
+			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease, NoImageBase: !c.imageBase,
 		}
 		if c.join != "" {
 			nodeOpts.Joiner = &joiner{password: c.requirePass, tls: serverTLS, log: logger}
