@@ -425,6 +425,7 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 	closer.Close()
 	if !marked {
 		s.warn("the image was written last by a build that keeps no base: loading it from Pebble")
+		s.stale.Store(1 << 62) // the next quiet snapshot writes a new one
 		return nil, nil
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: baseHi})

@@ -183,7 +183,7 @@ func TestBase(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: markHi})
+				it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: baseLo, UpperBound: []byte("f")})
 				if err != nil {
 					t.Fatal(err)
 				}

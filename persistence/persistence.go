@@ -588,7 +588,7 @@ func (s *Snapshot) Stream(w io.Writer) error {
 	bw.WriteString(snapMagic)
 	var hdr [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
-		if k := it.Key(); len(k) > 0 && (k[0] == 'b' || k[0] == 'd') {
+		if k := it.Key(); len(k) > 0 && (k[0] == 'b' || k[0] == 'd' || k[0] == 'e') {
 			continue // the base's own: a receiver has no base (base.go)
 		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {
@@ -653,7 +653,7 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 			return ErrCorrupt
 		}
 		prev = append(prev[:0], key...)
-		if key[0] == 'b' || key[0] == 'd' {
+		if key[0] == 'b' || key[0] == 'd' || key[0] == 'e' {
 			continue // a base's keys, without its file: never sent, never kept
 		}
 		t.set(key, val)
