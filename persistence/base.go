@@ -169,10 +169,12 @@ func (s *Store) openBase() error {
 	if err != nil {
 		return err
 	}
+	found := false
 	for _, name := range names {
 		gen, err := strconv.ParseUint(strings.TrimSuffix(name, ".arrays"), 16, 64)
 		if err == nil && strings.HasSuffix(name, ".arrays") && gen == live && live != 0 {
 			s.baseGen = max(s.baseGen, gen)
+			found = true
 			continue
 		}
 		if err == nil {
@@ -187,6 +189,8 @@ func (s *Store) openBase() error {
 		// holds large arrays (what the chunks cost the disk tells).
 		n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
 		s.stale.Store(n)
+	} else if !found {
+		s.stale.Store(1 << 62) // the entries' file is gone: a new one at the next quiet snapshot
 	}
 	return nil
 }

@@ -260,6 +260,18 @@ func TestBase(t *testing.T) {
 			if got := loadChecked(t, s, k); got != 0 {
 				t.Fatalf("with NoBase %d bytes loaded from a base", got)
 			}
+			// Its entries stay, their file gone: with a base again, the next
+			// quiet snapshot writes one.
+			s.Close()
+			if s, err = Open(Options{Dir: s.opts.Dir}); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Stale() {
+				t.Fatal("the base's file is gone, and no new one is due")
+			}
+			if got := loadChecked(t, s, k); got != 0 {
+				t.Fatalf("%d bytes loaded from a base whose file is gone", got)
+			}
 		})
 	}
 }
