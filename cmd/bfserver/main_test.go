@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,25 @@ func TestConfigPrecedence(t *testing.T) {
 	os.WriteFile(file, []byte("nosuchsetting 1\n"), 0o600)
 	if _, err := parseFlags([]string{"--config=" + file}); err == nil {
 		t.Fatal("unknown setting accepted")
+	}
+}
+
+// TestHelp: --help lists every flag with its default, and nothing the
+// flag package had to recover from (it calls String on a zero value of
+// each flag's type to tell a default from zero).
+func TestHelp(t *testing.T) {
+	var out, errs strings.Builder
+	if code := run([]string{"--help"}, &out, &errs); code != 0 {
+		t.Fatalf("--help exited %d: %s", code, errs.String())
+	}
+	help := out.String() + errs.String()
+	if strings.Contains(help, "panic") {
+		i := strings.Index(help, "panic")
+		t.Fatalf("--help says: %s", help[i:min(len(help), i+200)])
+	}
+	for _, want := range []string{"-image-base", "-trailing-log-bytes", "(default 10s)", "-fsync"} {
+		if !strings.Contains(help, want) {
+			t.Fatalf("--help does not mention %q:\n%s", want, help)
+		}
 	}
 }

@@ -52,6 +52,15 @@ func (t *tracked) Set(v string) error {
 	return nil
 }
 
+// String is the value's; the flag package also calls it on a zero
+// tracked, to tell a default from the zero value in --help.
+func (t *tracked) String() string {
+	if t == nil || t.Value == nil {
+		return ""
+	}
+	return t.Value.String()
+}
+
 func (t *tracked) IsBoolFlag() bool {
 	b, ok := t.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
