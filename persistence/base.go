@@ -210,13 +210,8 @@ func (s *Store) Stale() bool {
 func (s *Store) Rebase() (uint64, error) {
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	var applied uint64
-	if v, closer, err := snap.Get(appliedKey); err == nil {
-		if len(v) == 8 {
-			applied = binary.LittleEndian.Uint64(v)
-		}
-		closer.Close()
-	} else if !errors.Is(err, pebble.ErrNotFound) {
+	applied, _, err := getIndex(snap, appliedKey)
+	if err != nil {
 		return 0, err
 	}
 	need, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
@@ -418,16 +413,14 @@ type basedArray struct {
 // the part), which the chunks' load then skips. What it cannot read or
 // check it leaves zero and out of the set, to load from Pebble.
 func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool, error) {
-	v, closer, err := s.db.Get(markedKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil // never written by a build that marks
-	}
-	if err != nil {
+	marked, found, err := getIndex(s.db, markedKey)
+	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return nil, err
 	}
-	marked := len(v) == 8 && binary.LittleEndian.Uint64(v) == applied
-	closer.Close()
-	if !marked {
+	if !found {
+		return nil, nil // never written by a build that marks
+	}
+	if err != nil || marked != applied {
 		s.warn("the image was written last by a build that keeps no base: loading it from Pebble")
 		s.stale.Store(1 << 62) // the next quiet snapshot writes a new one
 		return nil, nil
@@ -450,15 +443,13 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 		n := int(binary.BigEndian.Uint32(key[2:]))
 		mk := slices.Clone(key[:6+n])
 		mk[0] = 'd'
-		if m, closer, err := s.db.Get(mk); err == nil {
-			stale := len(m) != 8 || binary.LittleEndian.Uint64(m) > e.index
-			closer.Close()
-			if stale {
-				continue // written since the base
-			}
-		} else if !errors.Is(err, pebble.ErrNotFound) {
+		m, found, err := getIndex(s.db, mk)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
 			it.Close()
 			return nil, err
+		}
+		if found && (err != nil || m > e.index) {
+			continue // written since the base (or a mark that does not decode)
 		}
 		dst := k.LoadTarget(key[1], string(key[6:6+n]), binary.BigEndian.Uint32(key[6+n:]))
 		if uint64(len(dst)) < e.length {

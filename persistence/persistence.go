@@ -473,18 +473,25 @@ func compareStrings(a, b string) int {
 
 // Applied is the log index the stored image covers (0 if none).
 func (s *Store) Applied() (uint64, error) {
-	v, closer, err := s.db.Get(appliedKey)
+	v, _, err := getIndex(s.db, appliedKey)
+	return v, err
+}
+
+// getIndex reads a log index stored at key (8 bytes, little-endian): the
+// applied index and the base's marks. Absent, it is 0 and not found.
+func getIndex(r pebble.Reader, key []byte) (v uint64, found bool, err error) {
+	b, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer closer.Close()
-	if len(v) != 8 {
-		return 0, ErrCorrupt
+	if len(b) != 8 {
+		return 0, true, ErrCorrupt
 	}
-	return binary.LittleEndian.Uint64(v), nil
+	return binary.LittleEndian.Uint64(b), true, nil
 }
 
 // Extra returns a replicated metadata value, or nil.
