@@ -134,9 +134,9 @@ func markKey(db uint8, key string) []byte {
 
 func (s *Store) baseDir() string { return s.fs.PathJoin(s.opts.Dir, "base") }
 
-func (s *Store) basePath(gen uint64) string {
-	return s.fs.PathJoin(s.baseDir(), fmt.Sprintf("%016x.arrays", gen))
-}
+func baseName(gen uint64) string { return fmt.Sprintf("%016x.arrays", gen) }
+
+func (s *Store) basePath(gen uint64) string { return s.fs.PathJoin(s.baseDir(), baseName(gen)) }
 
 // openBase finds the base the entries name, removes every other file in
 // the base directory (a rebase a crash cut short, or one replaced), and
@@ -145,7 +145,7 @@ func (s *Store) openBase() error {
 	if err := s.fs.MkdirAll(s.baseDir(), 0o755); err != nil {
 		return err
 	}
-	if s.opts.NoBase {
+	if s.noBase {
 		s.removeBases(0)
 		return nil
 	}
@@ -199,7 +199,7 @@ func (s *Store) openBase() error {
 // written for a new one to pay: 64 MiB of chunks, and a quarter of the
 // base.
 func (s *Store) Stale() bool {
-	return !s.opts.NoBase && s.stale.Load() >= max(64<<20, s.baseBytes.Load()/4)
+	return !s.noBase && s.stale.Load() >= max(64<<20, s.baseBytes.Load()/4)
 }
 
 // Rebase writes a new base from the image as it is now and returns its
@@ -220,31 +220,49 @@ func (s *Store) Rebase() (uint64, error) {
 	}
 	gen := s.baseGen + 1
 	path := s.basePath(gen)
-	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	entries, end, err := s.writeBase(snap, path, baseEntry{gen: gen, index: applied})
+	if err == nil {
+		err = s.commitBase(snap, entries, applied)
+	}
 	if err != nil {
+		s.fs.Remove(path)
 		return 0, err
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			s.fs.Remove(path)
-		}
-	}()
-	type entry struct {
-		key []byte
-		baseEntry
+	s.baseGen = gen
+	var held uint64
+	for i := range entries {
+		held += entries[i].length
 	}
-	var entries []entry
+	s.baseBytes.Store(held)
+	s.baseWritten.Add(end)
+	s.stale.Store(0)
+	s.removeBases(gen)
+	return held, nil
+}
+
+// keyedEntry is a base entry and its key.
+type keyedEntry struct {
+	key []byte
+	baseEntry
+}
+
+// writeBase copies the snapshot's arrays of baseMinArray or more into a
+// new, synced file at path, each entry stamped like proto, and returns
+// the entries in key order and the file's bytes.
+func (s *Store) writeBase(snap *pebble.Snapshot, path string, proto baseEntry) ([]keyedEntry, uint64, error) {
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, 0, err
+	}
+	var entries []keyedEntry
 	var end uint64 // the file's bytes so far
 	// The array being copied: its chunk prefix (with part), the chunks
-	// held until it reaches baseMinArray, and where it starts.
+	// held until it reaches baseMinArray, and its entry once it has.
 	var (
-		prefix  []byte
-		held    [][]byte
-		heldIdx []uint32
-		cur     *entry
-		last    int64 = -1
+		prefix []byte
+		held   []keyspace.Chunk
+		cur    *keyedEntry
+		last   int64 = -1
 	)
 	write := func(idx uint32, v []byte) error {
 		for i := last + 1; i < int64(idx); i++ {
@@ -263,55 +281,51 @@ func (s *Store) Rebase() (uint64, error) {
 			entries = append(entries, *cur)
 			end = (cur.off + cur.length + baseAlign - 1) &^ (baseAlign - 1)
 		}
-		prefix, held, heldIdx, cur, last = nil, held[:0], heldIdx[:0], nil, -1
+		held, cur, last = held[:0], nil, -1
 	}
-	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: chunksLo, UpperBound: chunksHi})
-	if err != nil {
-		return 0, err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		key, v := it.Key(), it.Value()
+	add := func(key, v []byte) error {
 		if len(key) < 14 || len(key) != 6+int(binary.BigEndian.Uint32(key[2:]))+8 || len(v) > engine.ChunkSize {
-			it.Close()
-			return 0, ErrCorrupt
+			return ErrCorrupt
 		}
 		idx := binary.BigEndian.Uint32(key[len(key)-4:])
 		if !bytes.Equal(key[:len(key)-4], prefix) {
 			finish()
 			prefix = append(prefix[:0], key[:len(key)-4]...)
 		}
-		if cur == nil {
-			held = append(held, slices.Clone(v))
-			heldIdx = append(heldIdx, idx)
-			if uint64(idx)*engine.ChunkSize+uint64(len(v)) < baseMinArray {
-				continue
-			}
-			bk := slices.Clone(prefix)
-			bk[0] = 'b'
-			cur = &entry{key: bk, baseEntry: baseEntry{gen: gen, index: applied, off: end}}
-			for i, h := range held {
-				if err := write(heldIdx[i], h); err != nil {
-					it.Close()
-					return 0, err
-				}
-			}
-			held = held[:0]
-			continue
+		if cur != nil {
+			return write(idx, v)
 		}
-		if err := write(idx, v); err != nil {
-			it.Close()
-			return 0, err
+		held = append(held, keyspace.Chunk{Index: idx, Data: slices.Clone(v)})
+		if uint64(idx)*engine.ChunkSize+uint64(len(v)) < baseMinArray {
+			return nil
+		}
+		e := keyedEntry{key: slices.Clone(prefix), baseEntry: proto}
+		e.key[0], e.off = 'b', end
+		cur = &e
+		for _, c := range held {
+			if err := write(c.Index, c.Data); err != nil {
+				return err
+			}
+		}
+		held = held[:0]
+		return nil
+	}
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: chunksLo, UpperBound: chunksHi})
+	if err == nil {
+		for it.First(); it.Valid() && err == nil; it.Next() {
+			err = add(it.Key(), it.Value())
+		}
+		finish()
+		if cerr := it.Close(); err == nil {
+			err = cerr
 		}
 	}
-	finish()
-	if err := it.Close(); err != nil {
-		return 0, err
+	if err == nil {
+		err = f.Sync()
 	}
-	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	keep = true // closed
 	if err == nil {
 		var d vfs.File
 		if d, err = s.fs.OpenDir(s.baseDir()); err == nil {
@@ -319,36 +333,33 @@ func (s *Store) Rebase() (uint64, error) {
 			d.Close()
 		}
 	}
-	if err != nil {
-		s.fs.Remove(path)
-		return 0, err
-	}
-	// One table replaces the entries and drops the marks, by point
-	// deletions (a range deletion would span the chunks' keys, and the
-	// chunks would no longer load table by table).
+	return entries, end, err
+}
+
+// commitBase makes entries the base's, in one table: it sets them, deletes
+// the snapshot's other entries and every mark, and records applied as
+// the marked index. By point deletions: a range deletion would span the
+// chunks' keys, and the chunks would no longer load table by table.
+func (s *Store) commitBase(snap *pebble.Snapshot, entries []keyedEntry, applied uint64) error {
 	var old, marks [][]byte
-	for _, r := range [][2][]byte{{baseLo, baseHi}, {markLo, markHi}} {
-		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+	for _, r := range []struct {
+		lo, hi []byte
+		into   *[][]byte
+	}{{baseLo, baseHi, &old}, {markLo, markHi, &marks}} {
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: r.lo, UpperBound: r.hi})
 		if err != nil {
-			s.fs.Remove(path)
-			return 0, err
+			return err
 		}
 		for it.First(); it.Valid(); it.Next() {
-			if r[0][0] == 'b' {
-				old = append(old, slices.Clone(it.Key()))
-			} else {
-				marks = append(marks, slices.Clone(it.Key()))
-			}
+			*r.into = append(*r.into, slices.Clone(it.Key()))
 		}
 		if err := it.Close(); err != nil {
-			s.fs.Remove(path)
-			return 0, err
+			return err
 		}
 	}
 	t, err := s.newTable(uint64(len(entries)+len(old)+len(marks)) * 64)
 	if err != nil {
-		s.fs.Remove(path)
-		return 0, err
+		return err
 	}
 	del := func(k []byte) {
 		if t.err == nil {
@@ -374,27 +385,14 @@ func (s *Store) Rebase() (uint64, error) {
 	var idx [8]byte
 	binary.LittleEndian.PutUint64(idx[:], applied)
 	t.set(markedKey, idx[:])
-	if err := t.Commit(); err != nil {
-		s.fs.Remove(path)
-		return 0, err
-	}
-	s.baseGen = gen
-	var bytes uint64
-	for i := range entries {
-		bytes += entries[i].length
-	}
-	s.baseBytes.Store(bytes)
-	s.baseWritten.Add(end)
-	s.stale.Store(0)
-	s.removeBases(gen)
-	return bytes, nil
+	return t.Commit()
 }
 
 // removeBases removes every base file but keep's (0: all of them).
 func (s *Store) removeBases(keep uint64) {
 	names, _ := s.fs.List(s.baseDir())
 	for _, name := range names {
-		if keep == 0 || s.fs.PathJoin(s.baseDir(), name) != s.basePath(keep) {
+		if keep == 0 || name != baseName(keep) {
 			s.fs.Remove(s.fs.PathJoin(s.baseDir(), name))
 		}
 	}

@@ -110,7 +110,8 @@ type Store struct {
 	// Counters of the tables this store ingested, for Stats.
 	tables, valueBytes, tableBytes atomic.Uint64
 	// throughPebble: load every chunk through Pebble's iterators, never
-	// table by table (tests compare the two); noBase: never from the base.
+	// table by table (tests compare the two); noBase: Options.NoBase (tests
+	// also set it around one load, to compare it with the base's).
 	throughPebble, noBase bool
 	// The base (base.go): its generation (the newest file name used, set
 	// at Open and by Rebase, which its caller serialises), the bytes it
