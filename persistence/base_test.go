@@ -18,12 +18,7 @@ import (
 func largeKeyspace() *keyspace.Keyspace {
 	k := keyspace.New()
 	k.TrackChanges()
-	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.001, Capacity: 2_000_000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items("i", 20000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFReserve, DB: 3, Key: []byte("scaled"), ErrorRate: 0.01, Capacity: 100, Expansion: 4, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFAdd, DB: 3, Key: []byte("scaled"), Items: items("s", 300000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 4 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 5000), Multi: true, Capacity: 4 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})
+	largeArrays(k, 2_000_000, 300000, 4<<20)
 	k.Apply(&command.Cmd{Op: command.BFReserve, DB: 5, Key: []byte("keep"), ErrorRate: 0.001, Capacity: 1_000_000, Expansion: 2, MaxBytes: 1 << 30})
 	k.Apply(&command.Cmd{Op: command.BFAdd, DB: 5, Key: []byte("keep"), Items: items("k", 1000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
 	for _, key := range []string{"small1", "small2"} {

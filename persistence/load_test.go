@@ -226,6 +226,18 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
+// largeArrays adds to k a Bloom filter "big" of bigCapacity at 0.1%, a
+// chain "scaled" in db 3 grown by scaledItems, and a Cuckoo filter "cf"
+// of cfCapacity, each with items.
+func largeArrays(k *keyspace.Keyspace, bigCapacity uint64, scaledItems int, cfCapacity uint64) {
+	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.001, Capacity: bigCapacity, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items("i", 20000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFReserve, DB: 3, Key: []byte("scaled"), ErrorRate: 0.01, Capacity: 100, Expansion: 4, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.BFAdd, DB: 3, Key: []byte("scaled"), Items: items("s", scaledItems), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: cfCapacity, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 5000), Multi: true, Capacity: cfCapacity, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})
+}
+
 // TestLoadLargeArrays: arrays of several MiB (many chunks each) load back
 // to the live keyspace both ways, in two dbs, a scaled Bloom chain's
 // links and a Cuckoo filter's tables alike.
@@ -233,12 +245,7 @@ func TestLoadLargeArrays(t *testing.T) {
 	s := openMem(t)
 	k := keyspace.New()
 	k.TrackChanges()
-	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.001, Capacity: 4_000_000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items("i", 20000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFReserve, DB: 3, Key: []byte("scaled"), ErrorRate: 0.01, Capacity: 100, Expansion: 4, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.BFAdd, DB: 3, Key: []byte("scaled"), Items: items("s", 600000), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 8 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxBytes: 1 << 30})
-	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 5000), Multi: true, Capacity: 8 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})
+	largeArrays(k, 4_000_000, 600000, 8<<20)
 	var large int
 	k.EachArray(func(_ uint8, _ string, _ uint32, size uint64) {
 		if size >= 4<<20 {
