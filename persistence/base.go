@@ -284,7 +284,7 @@ func (s *Store) writeBase(snap *pebble.Snapshot, path string, proto baseEntry) (
 		held, cur, last = held[:0], nil, -1
 	}
 	add := func(key, v []byte) error {
-		if len(key) < 14 || len(key) != 6+int(binary.BigEndian.Uint32(key[2:]))+8 || len(v) > engine.ChunkSize {
+		if !keyed(key, 8) || len(v) > engine.ChunkSize {
 			return ErrCorrupt
 		}
 		idx := binary.BigEndian.Uint32(key[len(key)-4:])
@@ -432,7 +432,7 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 	for it.First(); it.Valid(); it.Next() {
 		key := it.Key()
 		e, err := decodeBaseEntry(it.Value(), s.opts.MaxValueBytes)
-		if err != nil || len(key) < 10 || len(key) != 6+int(binary.BigEndian.Uint32(key[2:]))+4 || gen != 0 && e.gen != gen {
+		if err != nil || !keyed(key, 4) || gen != 0 && e.gen != gen {
 			s.warn("a base entry does not decode: loading the image from Pebble", "key", fmt.Sprintf("%q", key))
 			arrays = nil
 			break

@@ -76,13 +76,10 @@ func parallel(n int, fn func(int) error) error {
 
 // loadChunk loads one stored chunk, its key and value as stored.
 func loadChunk(k *keyspace.Keyspace, key, value []byte) error {
-	if len(key) < 6 {
+	if !keyed(key, 8) {
 		return ErrCorrupt
 	}
 	n := int(binary.BigEndian.Uint32(key[2:]))
-	if len(key) != 6+n+8 {
-		return ErrCorrupt
-	}
 	c := keyspace.Chunk{
 		Part:  binary.BigEndian.Uint32(key[6+n:]),
 		Index: binary.BigEndian.Uint32(key[10+n:]),
@@ -92,6 +89,13 @@ func loadChunk(k *keyspace.Keyspace, key, value []byte) error {
 		return fmt.Errorf("%w: chunk of %q: %v", ErrCorrupt, key[6:6+n], err)
 	}
 	return nil
+}
+
+// keyed reports whether key is laid out as a chunk key is up to its key:
+// a letter, the db, the key's length and the key, then tail bytes (8 for
+// a chunk's part and index, 4 for a base entry's part).
+func keyed(key []byte, tail int) bool {
+	return len(key) >= 6 && uint64(len(key)) == 6+uint64(binary.BigEndian.Uint32(key[2:]))+uint64(tail)
 }
 
 // ---- through Pebble's iterators ----
