@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -406,11 +407,19 @@ type basedArray struct {
 	failed atomic.Bool
 }
 
-// loadBase reads into k, whose keys are loaded, every array the base
-// holds and may be trusted for, and returns their chunk prefixes (with
-// the part), which the chunks' load then skips. What it cannot read or
-// check it leaves zero and out of the set, to load from Pebble.
-func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool, error) {
+// baseLoad is the base's part of a load, under way: startBase starts it,
+// wait ends it. Its reads fill only its arrays, so the chunks of every
+// other array load from Pebble meanwhile.
+type baseLoad struct {
+	s      *Store
+	arrays []*basedArray
+	files  []io.Closer
+	wg     sync.WaitGroup
+}
+
+// startBase starts reading into k, whose keys are loaded, every array the
+// base holds and may be trusted for. It returns nil when there is none.
+func (s *Store) startBase(k *keyspace.Keyspace, applied uint64) (*baseLoad, error) {
 	marked, found, err := getIndex(s.db, markedKey)
 	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return nil, err
@@ -464,27 +473,25 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 		return nil, nil
 	}
 	path := s.basePath(gen)
-	var direct *os.File
-	if s.fs == vfs.Default {
-		direct = openDirect(path)
-		if direct != nil {
-			defer direct.Close()
-		}
-	}
 	f, err := s.fs.Open(path)
 	if err != nil {
 		s.warn("the base cannot be opened: loading the image from Pebble", "err", err)
 		return nil, nil
 	}
-	defer f.Close()
+	b := &baseLoad{s: s, arrays: arrays, files: []io.Closer{f}}
+	var direct *os.File
+	if s.fs == vfs.Default {
+		if direct = openDirect(path); direct != nil {
+			b.files = append(b.files, direct)
+		}
+	}
 	type piece struct {
 		a   *basedArray
 		off uint64 // within the array
 	}
 	pieces := make(chan piece, 64)
-	var wg sync.WaitGroup
 	for range baseWorkers {
-		wg.Go(func() {
+		b.wg.Go(func() {
 			for p := range pieces {
 				if p.a.failed.Load() {
 					continue
@@ -507,23 +514,51 @@ func (s *Store) loadBase(k *keyspace.Keyspace, applied uint64) (map[string]bool,
 			}
 		})
 	}
-	for _, a := range arrays {
-		for off := uint64(0); off < a.e.length; off += basePiece {
-			pieces <- piece{a, off}
+	b.wg.Go(func() {
+		defer close(pieces)
+		for _, a := range arrays {
+			for off := uint64(0); off < a.e.length; off += basePiece {
+				pieces <- piece{a, off}
+			}
 		}
+	})
+	return b, nil
+}
+
+// prefixes returns the chunk prefixes (with the part) of the arrays b
+// reads, sorted: the chunks' load leaves them to it. Nil-safe.
+func (b *baseLoad) prefixes() [][]byte {
+	if b == nil {
+		return nil
 	}
-	close(pieces)
-	wg.Wait()
-	based := make(map[string]bool, len(arrays))
-	for _, a := range arrays {
+	p := make([][]byte, len(b.arrays))
+	for i, a := range b.arrays {
+		p[i] = []byte(a.prefix)
+	}
+	return p // the entries' order, the chunk keys'
+}
+
+// wait waits for b's reads and returns the chunk prefixes of the arrays
+// it could not read or check, zeroed again, to load from Pebble instead.
+// Nil-safe.
+func (b *baseLoad) wait() [][]byte {
+	if b == nil {
+		return nil
+	}
+	b.wg.Wait()
+	for _, f := range b.files {
+		f.Close()
+	}
+	var failed [][]byte
+	for _, a := range b.arrays {
 		if a.failed.Load() {
 			clear(a.dst[:a.e.length])
+			failed = append(failed, []byte(a.prefix))
 			continue
 		}
-		based[a.prefix] = true
-		s.baseLoaded.Add(a.e.length)
+		b.s.baseLoaded.Add(a.e.length)
 	}
-	return based, nil
+	return failed
 }
 
 // readPiece reads len(dst) bytes at off: its whole 4 KiB blocks with

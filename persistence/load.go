@@ -47,16 +47,53 @@ const (
 var chunksLo, chunksHi = []byte("c"), []byte("d")
 
 // loadAllChunks loads every stored chunk into k, whose keys are loaded,
-// but those of the arrays the base loaded (their chunk prefixes, with the
-// part, in based): with some, through Pebble's iterators, which skip them.
-func (s *Store) loadAllChunks(k *keyspace.Keyspace, based map[string]bool) error {
-	if !s.throughPebble && len(based) == 0 {
+// but those of the arrays the base is loading (their chunk prefixes, with
+// the part, sorted, in skip): with some, through Pebble's iterators, over
+// the ranges between them.
+func (s *Store) loadAllChunks(k *keyspace.Keyspace, skip [][]byte) error {
+	if !s.throughPebble && len(skip) == 0 {
 		if run := s.openChunkRun(); run != nil {
 			return loadTables(k, run)
 		}
 	}
-	bounds := chunkRanges(k, loadWorkers)
-	return parallel(len(bounds)-1, func(i int) error { return s.loadChunks(k, bounds[i], bounds[i+1], based) })
+	skipped := make(map[string]bool, len(skip))
+	for _, p := range skip {
+		skipped[string(p)] = true
+	}
+	bounds := chunkRanges(k, loadWorkers, skipped)
+	return parallel(len(bounds)-1, func(i int) error {
+		for _, r := range outside(bounds[i], bounds[i+1], skip) {
+			if err := s.loadChunks(k, r[0], r[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// outside returns the parts of [lo, hi) that hold no key starting with
+// any of prefixes (sorted, none a prefix of another, as chunk prefixes
+// are): a load iterates those instead of seeking past every array the
+// base holds, which right after a bulk load, its tables not yet
+// compacted, cost a start 0.3 s.
+func outside(lo, hi []byte, prefixes [][]byte) [][2][]byte {
+	var r [][2][]byte
+	for _, p := range prefixes {
+		if bytes.Compare(p, hi) >= 0 {
+			break
+		}
+		end := prefixEnd(p)
+		if bytes.Compare(end, lo) <= 0 {
+			continue
+		}
+		if bytes.Compare(lo, p) < 0 {
+			r = append(r, [2][]byte{lo, p})
+		}
+		if lo = end; bytes.Compare(lo, hi) >= 0 {
+			return r
+		}
+	}
+	return append(r, [2][]byte{lo, hi})
 }
 
 // parallel runs fn(0) … fn(n-1) at once and returns the first error.
@@ -101,9 +138,9 @@ func keyed(key []byte, tail int) bool {
 // ---- through Pebble's iterators ----
 
 // chunkRanges splits the chunk keys into about n ranges of equal bytes,
-// by the arrays the loaded metadata describes: n+1 bounds, the first "c"
-// and the last "d".
-func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
+// by the arrays the loaded metadata describes but those in skip (by chunk
+// prefix, with the part): n+1 bounds, the first "c" and the last "d".
+func chunkRanges(k *keyspace.Keyspace, n int, skip map[string]bool) [][]byte {
 	type array struct {
 		db   uint8
 		key  string
@@ -113,6 +150,12 @@ func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
 	var arrays []array
 	var total uint64
 	k.EachArray(func(db uint8, key string, part uint32, size uint64) {
+		if len(skip) > 0 {
+			p := chunkKey(db, key, keyspace.Chunk{Part: part})
+			if skip[string(p[:len(p)-4])] {
+				return
+			}
+		}
 		arrays = append(arrays, array{db, key, part, size})
 		total += size
 	})
@@ -135,24 +178,17 @@ func chunkRanges(k *keyspace.Keyspace, n int) [][]byte {
 	return append(bounds, chunksHi)
 }
 
-// loadChunks loads the stored chunks with keys in [lo, hi), but those of
-// the arrays in based.
-func (s *Store) loadChunks(k *keyspace.Keyspace, lo, hi []byte, based map[string]bool) error {
+// loadChunks loads the stored chunks with keys in [lo, hi).
+func (s *Store) loadChunks(k *keyspace.Keyspace, lo, hi []byte) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	for valid := it.First(); valid; {
-		key := it.Key()
-		if len(key) >= 4 && based[string(key[:len(key)-4])] {
-			valid = it.SeekGE(prefixEnd(key[:len(key)-4]))
-			continue
-		}
-		if err := loadChunk(k, key, it.Value()); err != nil {
+	for it.First(); it.Valid(); it.Next() {
+		if err := loadChunk(k, it.Key(), it.Value()); err != nil {
 			return err
 		}
-		valid = it.Next()
 	}
 	return it.Error()
 }

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -265,4 +266,50 @@ func TestLoadLargeArrays(t *testing.T) {
 		t.Fatal("not one sorted run after a compaction")
 	}
 	sameDigests(t, digests(k), digests(loadBoth(t, s)))
+}
+
+// TestOutside: the ranges a load iterates beside the base's arrays hold
+// every key that starts with none of them, and no key that does, from
+// any bounds (a bound may fall inside an array's chunks, or past them).
+func TestOutside(t *testing.T) {
+	var prefixes [][]byte
+	for _, key := range []string{"a", "b", "bb", "f0", "f1", "z"} {
+		for _, part := range []uint32{0, 1, 255, 256} {
+			p := chunkKey(0, key, keyspace.Chunk{Part: part})
+			prefixes = append(prefixes, p[:len(p)-4])
+		}
+	}
+	slices.SortFunc(prefixes, bytes.Compare)
+	keys := [][]byte{chunksLo, chunksHi}
+	for _, key := range []string{"", "a", "b", "ba", "bb", "bbb", "f", "f0", "f1", "f2", "y", "z", "zz"} {
+		for _, part := range []uint32{0, 1, 2, 255, 256, 0xffffffff} {
+			for _, index := range []uint32{0, 1, 0xff, 0xffffffff} {
+				keys = append(keys, chunkKey(0, key, keyspace.Chunk{Part: part, Index: index}))
+			}
+		}
+	}
+	skipped := func(k []byte) bool {
+		return slices.ContainsFunc(prefixes, func(p []byte) bool { return bytes.HasPrefix(k, p) })
+	}
+	for i, lo := range keys {
+		for j := i; j < len(keys); j += 5 {
+			hi := keys[j]
+			ranges := outside(lo, hi, prefixes)
+			for _, k := range keys {
+				in := 0
+				for _, r := range ranges {
+					if bytes.Compare(r[0], k) <= 0 && bytes.Compare(k, r[1]) < 0 {
+						in++
+					}
+				}
+				want := 0
+				if bytes.Compare(lo, k) <= 0 && bytes.Compare(k, hi) < 0 && !skipped(k) {
+					want = 1
+				}
+				if in != want {
+					t.Fatalf("outside(%q, %q): key %q in %d ranges, want %d (ranges %q)", lo, hi, k, in, want, ranges)
+				}
+			}
+		}
+	}
 }

@@ -546,14 +546,21 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 	if err := it.Close(); err != nil {
 		return nil, 0, err
 	}
-	var based map[string]bool
+	var base *baseLoad
 	if !s.noBase {
-		if based, err = s.loadBase(k, applied); err != nil {
+		if base, err = s.startBase(k, applied); err != nil {
 			return nil, 0, err
 		}
 	}
-	if err := s.loadAllChunks(k, based); err != nil {
+	err = s.loadAllChunks(k, base.prefixes())
+	failed := base.wait() // its reads write into k: wait for them whatever err is
+	if err != nil {
 		return nil, 0, err
+	}
+	for _, p := range failed {
+		if err := s.loadChunks(k, p, prefixEnd(p)); err != nil {
+			return nil, 0, err
+		}
 	}
 	k.ForgetChanges()
 	return k, applied, nil
