@@ -763,6 +763,13 @@ func touchFresh(n int64) time.Duration {
 	return time.Since(began)
 }
 
+// freshNow reports what 1 GiB of fresh memory costs now, taken beside a
+// server that just started: what its start paid for its filters' arrays,
+// which no raw read pays in the same way, varies with it.
+func freshNow() string {
+	return fmt.Sprintf("1 GiB of fresh memory then %v", touchFresh(1<<30).Round(time.Millisecond))
+}
+
 // waitDiskIdle waits until the block device holding dir has had no I/O in
 // flight and added no busy time for half a second, for at most a minute,
 // and returns how long it waited. After a bulk load the kernel goes on
@@ -906,8 +913,8 @@ func restart(bin string) {
 		raw, bytes := rawRead(filepath.Join(s.dir, "image"))
 		port, first := coldStart(s)
 		ratios = append(ratios, first.Seconds()/raw.Seconds())
-		fmt.Printf("%s holding %.0f MiB of filters (image %.0f MiB): first read %v after a cold start (port open at %v); raw read of the image %v; ratio %.2f\n",
-			s.name, mib(size), mib(bytes), first.Round(time.Millisecond), port.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds())
+		fmt.Printf("%s holding %.0f MiB of filters (image %.0f MiB): first read %v after a cold start (port open at %v); raw read of the image %v; ratio %.2f; %s\n",
+			s.name, mib(size), mib(bytes), first.Round(time.Millisecond), port.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds(), freshNow())
 	}
 	slices.Sort(ratios)
 	fmt.Printf("%s: median ratio %.2f\n", s.name, ratios[len(ratios)/2])
@@ -916,12 +923,15 @@ func restart(bin string) {
 
 // restartAB restarts every binary in turn on one data directory, the
 // first binary's, and reads the image raw among them: each round the raw
-// read and a cold start of each binary, the order rotating by round, so
-// that a comparison holds while the machine drifts between rounds (on
-// this VM by tens of percent within minutes) and no one of them always
-// comes right after another (a start right after the raw read measured
-// 0.1-0.3 s slower than one after a start). The binaries must read each
-// other's images.
+// read and a cold start of each binary, the order rotating by round and
+// reversed every other n rounds, so that a comparison holds while the
+// machine drifts between rounds (on this VM by tens of percent within
+// minutes) and none of them always comes right after another: a start
+// right after the raw read measured 0.1-0.5 s slower than one after a
+// start, and a rotation alone keeps each one's neighbours (with two
+// binaries, the first came right after the raw read in 5 of 8 rounds, the
+// second in none). Take a multiple of 2n rounds. The binaries must read
+// each other's images.
 func restartAB(bins []string) {
 	s, keys := startFive(bins[0])
 	size := sizeOf(s, keys)
@@ -936,6 +946,9 @@ func restartAB(bins []string) {
 		var order []string
 		for j := range n {
 			i := (j + r) % n
+			if (r/n)%2 == 1 {
+				i = (n - 1 - j + r) % n
+			}
 			if i == 0 {
 				took[0], _ = rawRead(filepath.Join(s.dir, "image"))
 				order = append(order, "raw")
@@ -1006,8 +1019,8 @@ func restartRB() {
 		waitFirstRead(c, "f4")
 		first := time.Since(began)
 		c.Close()
-		fmt.Printf("%s (AOF with RDB preamble, %.0f MiB): first read %v after a cold start; raw read %v; ratio %.2f\n",
-			s.name, mib(bytes), first.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds())
+		fmt.Printf("%s (AOF with RDB preamble, %.0f MiB): first read %v after a cold start; raw read %v; ratio %.2f; %s\n",
+			s.name, mib(bytes), first.Round(time.Millisecond), raw.Round(time.Millisecond), first.Seconds()/raw.Seconds(), freshNow())
 	}
 	s.kill()
 }
