@@ -74,8 +74,8 @@ func (s *Store) loadAllChunks(k *keyspace.Keyspace, skip [][]byte) error {
 // outside returns the parts of [lo, hi) that hold no key starting with
 // any of prefixes (sorted, none a prefix of another, as chunk prefixes
 // are): a load iterates those instead of seeking past every array the
-// base holds, which right after a bulk load, its tables not yet
-// compacted, cost a start 0.3 s.
+// base holds, which once cost a start right after a bulk load, its
+// tables not yet compacted, 0.3 s.
 func outside(lo, hi []byte, prefixes [][]byte) [][2][]byte {
 	var r [][2][]byte
 	for _, p := range prefixes {
