@@ -172,29 +172,37 @@ func (s *Store) openBase() error {
 	}
 	found := false
 	for _, name := range names {
-		gen, err := strconv.ParseUint(strings.TrimSuffix(name, ".arrays"), 16, 64)
-		if err == nil && strings.HasSuffix(name, ".arrays") && gen == live && live != 0 {
-			s.baseGen = max(s.baseGen, gen)
+		if gen, err := strconv.ParseUint(strings.TrimSuffix(name, ".arrays"), 16, 64); err == nil {
+			s.baseGen = max(s.baseGen, gen) // never reused, even a stray's
+		}
+		if live != 0 && name == baseName(live) {
 			found = true
 			continue
-		}
-		if err == nil {
-			s.baseGen = max(s.baseGen, gen)
 		}
 		if err := s.fs.Remove(s.fs.PathJoin(s.baseDir(), name)); err != nil {
 			return err
 		}
 	}
 	if live == 0 {
-		// No base yet: the first quiet snapshot writes one if the image
-		// holds large arrays (what the chunks cost the disk tells).
-		n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
-		s.stale.Store(n)
+		s.staleAll()
 	} else if !found {
 		s.stale.Store(1 << 62) // the entries' file is gone: a new one at the next quiet snapshot
 	}
 	return nil
 }
+
+// staleAll counts every chunk as changed since the base, when there is
+// none: the first quiet snapshot writes one if the image holds large
+// arrays (what the chunks cost the disk tells).
+func (s *Store) staleAll() {
+	n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
+	s.stale.Store(n)
+}
+
+// isBaseKey reports whether an image key is the base's ("b", "d", "e"),
+// which snapshot streams neither carry nor keep: a receiver has no base
+// file.
+func isBaseKey(k []byte) bool { return len(k) > 0 && (k[0] == 'b' || k[0] == 'd' || k[0] == 'e') }
 
 // Stale reports whether enough of the image changed since the base was
 // written for a new one to pay: 64 MiB of chunks, and a quarter of the
@@ -448,9 +456,7 @@ func (s *Store) startBase(k *keyspace.Keyspace, applied uint64) (*baseLoad, erro
 		}
 		gen = e.gen
 		n := int(binary.BigEndian.Uint32(key[2:]))
-		mk := slices.Clone(key[:6+n])
-		mk[0] = 'd'
-		m, found, err := getIndex(s.db, mk)
+		m, found, err := getIndex(s.db, markKey(key[1], string(key[6:6+n])))
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			it.Close()
 			return nil, err

@@ -603,8 +603,8 @@ func (s *Snapshot) Stream(w io.Writer) error {
 	bw.WriteString(snapMagic)
 	var hdr [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
-		if k := it.Key(); len(k) > 0 && (k[0] == 'b' || k[0] == 'd' || k[0] == 'e') {
-			continue // the base's own: a receiver has no base (base.go)
+		if isBaseKey(it.Key()) {
+			continue
 		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {
 			n := binary.PutUvarint(hdr[:], uint64(len(part)))
@@ -668,8 +668,8 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 			return ErrCorrupt
 		}
 		prev = append(prev[:0], key...)
-		if key[0] == 'b' || key[0] == 'd' || key[0] == 'e' {
-			continue // a base's keys, without its file: never sent, never kept
+		if isBaseKey(key) {
+			continue // never sent: a stream that holds some (damaged, or foreign) cannot bring their file
 		}
 		t.set(key, val)
 		if t.err != nil {
@@ -685,8 +685,7 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 	// next quiet snapshot writes a new one.
 	s.removeBases(0)
 	s.baseBytes.Store(0)
-	n, _ := s.db.EstimateDiskUsage(chunksLo, chunksHi)
-	s.stale.Store(n)
+	s.staleAll()
 	return nil
 }
 
