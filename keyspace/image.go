@@ -141,6 +141,14 @@ func (c *Cut) Bytes() uint64 {
 // Gone reports whether the key no longer exists at the cut.
 func (ck *CutKey) Gone() bool { return ck.v == nil }
 
+// Largest is the size of the key's largest array at the cut, 0 when it
+// holds none or is gone.
+func (ck *CutKey) Largest() uint64 {
+	var n uint64
+	eachPart(ck.v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { n = max(n, size) })
+	return n
+}
+
 // Meta is the key's stored metadata at the cut, or nil when it is gone.
 func (ck *CutKey) Meta() []byte {
 	if ck.v == nil {

@@ -115,7 +115,7 @@ func decodeBaseEntry(v []byte, maxLength uint64) (baseEntry, error) {
 		off: binary.LittleEndian.Uint64(v[16:]), length: binary.LittleEndian.Uint64(v[24:]),
 	}
 	n := (len(v) - 32) / 4
-	if e.length == 0 || e.length > maxLength || e.off%baseAlign != 0 || e.off > 1<<62 ||
+	if e.length < baseMinArray || e.length > maxLength || e.off%baseAlign != 0 || e.off > 1<<62 ||
 		uint64(n) != (e.length+engine.ChunkSize-1)/engine.ChunkSize {
 		return baseEntry{}, ErrCorrupt
 	}

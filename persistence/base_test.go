@@ -123,10 +123,28 @@ func TestBase(t *testing.T) {
 				t.Fatalf("%d bytes loaded from the base after a delete, %d before", again, got)
 			}
 
+			// "keep" replaced by a small filter costs no mark (no entry fits
+			// a small array), and grown back to its old size it is marked:
+			// neither loads the base's old copy.
+			for i, capacity := range []uint64{1000, 1_000_000} {
+				k.Apply(&command.Cmd{Op: command.Del, DB: 5, Keys: [][]byte{[]byte("keep")}})
+				k.Apply(&command.Cmd{Op: command.BFReserve, DB: 5, Key: []byte("keep"), ErrorRate: 0.001, Capacity: capacity, Expansion: 2, MaxBytes: 1 << 30})
+				k.Apply(&command.Cmd{Op: command.BFAdd, DB: 5, Key: []byte("keep"), Items: items("r", 100), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 30})
+				if err := write(s, k, nil, uint64(4+i)); err != nil {
+					t.Fatal(err)
+				}
+				if _, marked, err := getIndex(s.db, markKey(5, "keep")); err != nil || marked != (i == 1) {
+					t.Fatalf("\"keep\" of capacity %d: marked %v (%v)", capacity, marked, err)
+				}
+				if got := loadChecked(t, s, k); got != 0 {
+					t.Fatalf("\"keep\" of capacity %d replaced: %d bytes loaded from the base", capacity, got)
+				}
+			}
+
 			// A new base, then damage to it.
 			k.Apply(&command.Cmd{Op: command.BFReserve, DB: 3, Key: []byte("scaled"), ErrorRate: 0.001, Capacity: 1_000_000, Expansion: 2, MaxBytes: 1 << 30})
 			bfAdd(k, "scaled", "t", 100)
-			if err := write(s, k, nil, 4); err != nil {
+			if err := write(s, k, nil, 6); err != nil {
 				t.Fatal(err)
 			}
 			first := baseFiles(t, s)
@@ -274,7 +292,7 @@ func TestBase(t *testing.T) {
 // FuzzBaseEntry: any value either fails to decode or decodes to an entry
 // that encodes back to it, and never allocates past its own size.
 func FuzzBaseEntry(f *testing.F) {
-	f.Add((&baseEntry{gen: 1, index: 7, off: 8192, length: 100, crcs: []uint32{5}}).encode())
+	f.Add((&baseEntry{gen: 1, index: 7, off: 8192, length: 100, crcs: []uint32{5}}).encode()) // too short for the base
 	f.Add((&baseEntry{gen: 2, index: 9, off: 0, length: 1 << 20, crcs: make([]uint32, 16)}).encode())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, v []byte) {

@@ -394,13 +394,18 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		}
 	}
 	// Marks ("d"), in the same order: the base's copy of these keys is
-	// stale from this index on (base.go). A key gone needs none (its entry
-	// finds no array; one created again is marked then), so that marks
-	// never outnumber the keys.
+	// stale from this index on (base.go). Only a key with an array the
+	// base could hold needs one: an entry is at least baseMinArray long,
+	// and a load never reads one into a shorter array, so a key that now
+	// holds only small ones (auto-created filters, most keys) or none
+	// costs a flush no mark. A key gone loses its mark, so that marks
+	// never outnumber the keys; one that grows large again is marked then.
 	for i := range keys {
-		if mk := markKey(keys[i].DB, keys[i].Key); !keys[i].Gone() {
+		mk := markKey(keys[i].DB, keys[i].Key)
+		switch {
+		case keys[i].Largest() >= baseMinArray:
 			t.set(mk, idx[:])
-		} else if t.err == nil {
+		case keys[i].Gone() && t.err == nil:
 			t.err = t.w.Delete(mk)
 		}
 	}
