@@ -44,10 +44,12 @@ import (
 // arrays' bytes once more.
 //
 // Which arrays it may be trusted for: each flush marks every key it
-// writes ("d" key, the applied index it brings the image to), and a base
-// entry ("b" key) records the applied index of the image it copies. An
-// entry whose key was marked at a later index is stale, and the array
-// loads from Pebble. A rebase writes new entries and drops every mark.
+// writes that holds an array of baseMinArray or more ("d" key, the
+// applied index it brings the image to), and a base entry ("b" key)
+// records the applied index of the image it copies. An entry whose key
+// was marked at a later index is stale, and the array loads from Pebble;
+// an entry never loads into a shorter array, so a key holding only small
+// ones needs no mark. A rebase writes new entries and drops every mark.
 //
 // A build from before the base writes the image without marks. So every
 // flush (and a rebase) also records the index it brings the image to as
