@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -464,6 +465,130 @@ func TestLoadTempKeyDeleted(t *testing.T) {
 				t.Errorf("%s: the key changed", key)
 			}
 			allIn(t, c, prefix, key, sample("old-%d", 0, 2000, 1))
+			noTempKeys(t, n, 0)
+		}
+	}
+}
+
+// TestLoadTempKeyReplaced: another client replaces KEY:bfload-tmp while a
+// load runs (MULTI; DEL KEY:bfload-tmp; BF.RESERVE KEY:bfload-tmp …;
+// EXEC, after some of the items reached it): the load never exits 0 with
+// a filter missing an input item. It fails, saying the key was replaced,
+// KEY keeps its old filter, and the replacement is left to whoever made
+// it. Bloom and Cuckoo, by each method.
+func TestLoadTempKeyReplaced(t *testing.T) {
+	n := start(t)
+	c := n.dbClient(0)
+	for _, cf := range []bool{false, true} {
+		for _, m := range []string{"build", "madd"} {
+			key, prefix, sizing := "bf-"+m, "BF", []string{"--error-rate", "0.01", "--capacity", "20000"}
+			reserve := []any{"BF.RESERVE", key + ":bfload-tmp", 0.01, 20000}
+			if cf {
+				key, prefix, sizing = "cf-"+m, "CF", []string{"--cuckoo", "--capacity", "20000"}
+				reserve = []any{"CF.RESERVE", key + ":bfload-tmp", 20000}
+			}
+			args := loadArgs(n, append(sizing, "--key", key, "--batch", "10", "--conns", "1")...)
+			if r := runTool(t, strings.NewReader(lines("old-%d", 0, 100)), args...); r.code != 0 {
+				t.Fatalf("%s: first load exited %d:\n%s", key, r.code, r.stderr)
+			}
+			before := digestOf(t, c, key)
+			tmp := key + ":bfload-tmp"
+			a, aIn := pipedLoad(t, append(args, "--method", m)...)
+			io.WriteString(aIn, lines("new-%d", 0, 1000))
+			a.waitLine(t, "the reservation", isMsg("reserved"))
+			deadline := time.Now().Add(time.Minute)
+			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
+				}
+				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			}
+			replaced, err := c.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
+				p.Del(ctx(t), tmp)
+				p.Do(ctx(t), reserve...)
+				return nil
+			})
+			if err != nil || replaced[0].(*redis.IntCmd).Val() != 1 {
+				t.Fatalf("%s: replacing %s: %v", key, tmp, err)
+			}
+			io.WriteString(aIn, lines("new-%d", 1000, 2000))
+			aIn.Close()
+			code := a.wait(t)
+			if code == 0 { // then it must hold every item
+				allIn(t, c, prefix, key, sample("new-%d", 0, 2000, 1))
+				must(t, c, "DEL", tmp)
+				continue
+			}
+			if !strings.Contains(a.stderr(), key+": "+tmp+" was replaced while the load ran") ||
+				!strings.Contains(a.stderr(), "(the key is unchanged)") {
+				t.Errorf("%s: exit %d:\n%s", key, code, a.stderr())
+			}
+			if digestOf(t, c, key) != before {
+				t.Errorf("%s: the key changed", key)
+			}
+			if k := keysOf(t, c); !slices.Contains(k, tmp) || slices.Contains(k, key+":bfload-lock") {
+				t.Errorf("%s: keys after the load: %v (want the replacement, and no lock)", key, k)
+			}
+			must(t, c, "DEL", tmp)
+			noTempKeys(t, n, 0)
+		}
+	}
+}
+
+// TestLoadTwoRuns: a second load of a key started while the first one is
+// under way (items of the first already in KEY:bfload-tmp), both with the
+// same items, and kept running while the first finishes (a run used to
+// start by deleting KEY:bfload-tmp, and the first then published the
+// second's filter without its first items). Whatever each one's exit, no
+// run exits 0 unless KEY then holds every item, and a run that fails says
+// why. Bloom and Cuckoo, by each method.
+func TestLoadTwoRuns(t *testing.T) {
+	n := start(t)
+	c := n.dbClient(0)
+	for _, cf := range []bool{false, true} {
+		for _, m := range []string{"build", "madd"} {
+			key, prefix, sizing := "bf-"+m, "BF", []string{"--error-rate", "0.01", "--capacity", "20000"}
+			if cf {
+				key, prefix, sizing = "cf-"+m, "CF", []string{"--cuckoo", "--capacity", "20000"}
+			}
+			args := loadArgs(n, append(sizing, "--key", key, "--batch", "10", "--conns", "1", "--method", m)...)
+			tmp := key + ":bfload-tmp"
+			a, aIn := pipedLoad(t, args...)
+			io.WriteString(aIn, lines("item-%d", 0, 1000))
+			a.waitLine(t, "the first run's reservation", isMsg("reserved"))
+			deadline := time.Now().Add(time.Minute)
+			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
+				}
+				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			}
+			b, bIn := pipedLoad(t, args...)
+			// The second run reserves (then it runs beside the first) or
+			// is refused.
+			for l := range b.lines {
+				if l["msg"] == "reserved" {
+					break
+				}
+			}
+			io.WriteString(aIn, lines("item-%d", 1000, 2000))
+			aIn.Close()
+			aCode := a.wait(t)
+			if aCode == 0 {
+				allIn(t, c, prefix, key, sample("item-%d", 0, 2000, 1))
+			}
+			io.WriteString(bIn, lines("item-%d", 0, 2000))
+			bIn.Close()
+			bCode := b.wait(t)
+			if bCode == 0 {
+				allIn(t, c, prefix, key, sample("item-%d", 0, 2000, 1))
+			}
+			if aCode != 0 {
+				t.Errorf("%s: the first run exited %d:\n%s", key, aCode, a.stderr())
+			}
+			if bCode != 0 && !strings.Contains(b.stderr(), "another load of "+key+" is running") {
+				t.Errorf("%s: the second run exited %d:\n%s", key, bCode, b.stderr())
+			}
 			noTempKeys(t, n, 0)
 		}
 	}

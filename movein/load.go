@@ -2,6 +2,7 @@ package movein
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -197,6 +198,7 @@ type loader struct {
 	unit      string
 	cl        *claim       // the lock, once taken
 	items     atomic.Int64 // items sent and acknowledged
+	added     atomic.Int64 // items the server's filter counts for this run: acknowledged as new, or loaded
 	bytesRead atomic.Int64 // input bytes consumed (lines)
 }
 
@@ -277,8 +279,19 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 		}
 		return nil, "", err
 	}
-	if err := l.c.Do(ctx, l.reserveArgs(ship)...).Err(); err != nil {
-		return fail(fmt.Errorf("%s: %w", k.cmd("RESERVE"), err))
+	// Reserved with this run's mark, only where no key is (take saw none;
+	// WATCH keeps it so), so the mark is never set on another's key.
+	err = l.cl.do(ctx, []string{ship}, func(tx *redis.Tx) error {
+		if n, err := tx.Exists(ctx, ship).Result(); err != nil || n != 0 {
+			return cmp.Or(err, fmt.Errorf("%s was created by another client as the load started", showKey(ship)))
+		}
+		return nil
+	}, func(p redis.Pipeliner) {
+		p.Do(ctx, l.reserveArgs(ship)...)
+		l.cl.mark(ctx, p, ship)
+	})
+	if err != nil {
+		return fail(err)
 	}
 	made = temps
 	l.rep.event(slog.LevelInfo, "reserved", "key", ship, "type", k.String(), "capacity", l.o.capacity, "method", l.o.method)
@@ -294,14 +307,29 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	if err != nil {
 		return fail(err)
 	}
-	in, err := getInfo(ctx, l.c, k, tmp)
-	if err != nil {
-		return fail(vanished(tmp, fmt.Errorf("%s: %w", k.cmd("INFO"), err)))
-	}
 	// The swap: one RENAME, so a reader sees the old filter or the whole
-	// new one, never a partial one; and only while this run holds the lock,
-	// so never a filter another run is filling.
-	if err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, l.o.key) }); err != nil {
+	// new one, never a partial one; only while this run holds the lock, so
+	// never a filter another run is filling; and only while tmp is the
+	// filter this run filled: its mark, and at least as many items as the
+	// server acknowledged adding (writers may have added more), WATCHed up
+	// to the RENAME. PERSIST drops the mark.
+	var in info
+	err = l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error {
+		if err := l.cl.owned(ctx, tx, tmp); err != nil {
+			return err
+		}
+		if in, err = getInfo(ctx, tx, k, tmp); err != nil {
+			return fmt.Errorf("%s: %w", k.cmd("INFO"), err)
+		}
+		if got, want := in.get("Number of items inserted")+in.get("Number of items deleted"), l.added.Load(); got < want {
+			return fmt.Errorf("%s holds %d items, fewer than the %d the load added: %w", showKey(tmp), got, want, errReplaced)
+		}
+		return nil
+	}, func(p redis.Pipeliner) {
+		p.Rename(ctx, tmp, l.o.key)
+		p.Persist(ctx, l.o.key)
+	})
+	if err != nil {
 		return fail(vanished(tmp, err))
 	}
 	if err := l.cl.release(context.Background()); err != nil {
@@ -310,10 +338,13 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	return in, note, nil
 }
 
-// vanished explains err when it says key is not there (any more): someone
-// deleted it while the load ran.
+// vanished explains err when it says key is not there (any more), or not
+// the one this run made: someone deleted or replaced it while the load ran.
 func vanished(key string, err error) error {
-	if errors.Is(err, errGone) || isNotFound(err) || strings.Contains(err.Error(), "no such key") {
+	switch {
+	case errors.Is(err, errReplaced):
+		return fmt.Errorf("%s was replaced while the load ran (%w); it is left as it is", showKey(key), err)
+	case errors.Is(err, errGone) || isNotFound(err) || strings.Contains(err.Error(), "no such key"):
 		return fmt.Errorf("%s was deleted while the load ran (%w)", showKey(key), err)
 	}
 	return err
@@ -512,26 +543,22 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 		h.Write(data)
 		first := shipped == 0
 		shipped += int64(len(data))
-		var check func(*redis.Tx) error
-		if first {
-			check = func(tx *redis.Tx) error {
-				n, err := tx.Exists(ctx, tmp).Result()
-				if err == nil && n == 0 {
-					err = errGone
-				}
-				return err
-			}
-		}
 		// A data chunk goes in pieces, each in a transaction of its own:
 		// a transaction is one log entry on bfserver, which a 16 MiB
-		// chunk would make costly in memory (see command.Pieces).
+		// chunk would make costly in memory (see command.Pieces). Each
+		// goes only into the key this run reserved (its mark); the header
+		// replaces it, marked again.
 		err := inPieces(iter, data, first, func(iter int64, data []byte) error {
-			return l.cl.do(ctx, check, func(p redis.Pipeliner) {
-				if first {
-					p.Del(ctx, tmp)
-				}
-				p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
-			})
+			return l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error { return l.cl.owned(ctx, tx, tmp) },
+				func(p redis.Pipeliner) {
+					if first {
+						p.Del(ctx, tmp)
+					}
+					p.Do(ctx, k.cmd("LOADCHUNK"), tmp, iter, data)
+					if first {
+						l.cl.mark(ctx, p, tmp)
+					}
+				})
 		})
 		if err != nil {
 			return vanished(tmp, fmt.Errorf("%s %d: %w", k.cmd("LOADCHUNK"), iter, err))
@@ -549,9 +576,11 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	if sum := hex.EncodeToString(h.Sum(nil)); got.sum != sum {
 		return "", fmt.Errorf("verifying: the server's dump (sha256 %s) differs from the one sent (%s)", got.sum, sum)
 	}
+	l.added.Store(got.info.get("Number of items inserted"))
 	note := fmt.Sprintf("built here and sent as %s in %d bytes", k.cmd("LOADCHUNK"), shipped)
-	if tmp != final {
-		err := l.cl.do(ctx, nil, func(p redis.Pipeliner) { p.Rename(ctx, tmp, final) })
+	if tmp != final { // the mark goes with it
+		err := l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error { return l.cl.owned(ctx, tx, tmp) },
+			func(p redis.Pipeliner) { p.Rename(ctx, tmp, final) })
 		if err != nil {
 			return "", vanished(tmp, err)
 		}
@@ -611,9 +640,11 @@ func (l *loader) send(ctx context.Context, batches <-chan []any, prefix int) err
 		}
 		pipe.Exec(ctx)
 		for _, c := range cmds {
-			if err := checkBatch(c); err != nil {
+			added, err := checkBatch(c)
+			if err != nil {
 				return err
 			}
+			l.added.Add(added)
 		}
 		done := l.items.Add(int64(n))
 		l.rep.event(slog.LevelDebug, "batches", "commands", len(cmds), "items", n)
@@ -621,26 +652,30 @@ func (l *loader) send(ctx context.Context, batches <-chan []any, prefix int) err
 	}
 }
 
-func checkBatch(c *redis.Cmd) error {
+// checkBatch checks a batch's replies and counts the items the filter
+// took as new (1: a Bloom item not there before; every Cuckoo item).
+func checkBatch(c *redis.Cmd) (int64, error) {
 	v, err := c.Result()
 	if err != nil {
-		return vanished(fmt.Sprint(c.Args()[1]), fmt.Errorf("%s: %w", c.Args()[0], err))
+		return 0, vanished(fmt.Sprint(c.Args()[1]), fmt.Errorf("%s: %w", c.Args()[0], err))
 	}
 	a, ok := v.([]any)
 	if !ok {
-		return fmt.Errorf("%s: unexpected reply %T", c.Args()[0], v)
+		return 0, fmt.Errorf("%s: unexpected reply %T", c.Args()[0], v)
 	}
+	var added int64
 	for _, r := range a {
 		switch r := r.(type) {
 		case error:
-			return fmt.Errorf("%s: %w", c.Args()[0], r)
+			return 0, fmt.Errorf("%s: %w", c.Args()[0], r)
 		case int64:
 			if r < 0 {
-				return fmt.Errorf("%s: the filter is full (raise --capacity, or allow it to grow)", c.Args()[0])
+				return 0, fmt.Errorf("%s: the filter is full (raise --capacity, or allow it to grow)", c.Args()[0])
 			}
+			added += r
 		}
 	}
-	return nil
+	return added, nil
 }
 
 // readLines emits each line of r (a trailing \r is dropped; empty lines

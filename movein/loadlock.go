@@ -3,6 +3,7 @@ package movein
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -18,11 +19,31 @@ import (
 // result in only while it still holds that token.
 const LockSuffix = ":bfload-lock"
 
-// claim is one run's hold on a key's load: its lock key and token.
+// claim is one run's hold on a key's load: its lock key and token, and
+// the mark it sets on the temporary keys it makes.
 type claim struct {
 	c           *redis.Client
 	lock, token string
+	// The mark: every temporary key this run makes gets an expiry of
+	// markTTL, a century and a random part of this run's alone. Adding
+	// items leaves a key's expiry alone; deleting the key or replacing it
+	// (MULTI; DEL; BF.RESERVE; EXEC, a RESTORE, a RENAME onto it, another
+	// run's reservation after --force) does not keep it. So a key whose TTL
+	// is markTTL less the time since since is this run's, its own items
+	// in it; PTTL reads it on RedisBloom and bfserver alike (bfserver has
+	// no PEXPIRETIME). The swap PERSISTs the published key.
+	markTTL time.Duration
+	since   time.Time // when the run took the lock, before any mark
 }
+
+const (
+	markBase = 100 * 365 * 24 * time.Hour
+	// markSlack is how far a mark's PTTL may stray from what this
+	// process's clock expects: the server's clock may be stepped (NTP)
+	// while a load runs. The random part spans 2^40 ms (35 years), so
+	// no other TTL lands this close to the mark by chance.
+	markSlack = time.Hour
+)
 
 // busyError refuses a load: another load of the key holds its lock, or an
 // interrupted one left its lock or temporary keys.
@@ -61,7 +82,10 @@ func newToken() string {
 // it for WATCH (in RedisBloom as in bfserver), and only a run holding the
 // lock creates them.
 func take(ctx context.Context, c *redis.Client, key string, temps []string) (*claim, error) {
-	cl := &claim{c: c, lock: key + LockSuffix, token: newToken()}
+	var r [8]byte
+	rand.Read(r[:])
+	cl := &claim{c: c, lock: key + LockSuffix, token: newToken(), since: time.Now(),
+		markTTL: markBase + time.Duration(binary.LittleEndian.Uint64(r[:])>>24)*time.Millisecond}
 	for tries := 1; ; tries++ {
 		err := c.Watch(ctx, func(tx *redis.Tx) error {
 			var holder *redis.StringCmd
@@ -111,56 +135,103 @@ func take(ctx context.Context, c *redis.Client, key string, temps []string) (*cl
 	}
 }
 
-// errLost means the run no longer holds its lock: another run took it
-// over (--force), or it was deleted.
-var errLost = errors.New("lost the lock")
+var (
+	// errLost means the run no longer holds its lock: another run took it
+	// over (--force), or it was deleted.
+	errLost = errors.New("lost the lock")
+	// errReplaced means a temporary key exists but lacks this run's mark:
+	// another client replaced it (or another run made it).
+	errReplaced = errors.New("its expiry is not the one this load set")
+)
 
 func (cl *claim) lost() error {
 	return fmt.Errorf("%s no longer holds this run's token: another load took it over (--force) or it was deleted: %w",
 		showKey(cl.lock), errLost)
 }
 
+// mark queues the expiry that marks key as this run's.
+func (cl *claim) mark(ctx context.Context, p redis.Pipeliner, key string) {
+	p.PExpire(ctx, key, cl.markTTL)
+}
+
+// owned checks that key exists with this run's mark (errGone, errReplaced).
+func (cl *claim) owned(ctx context.Context, tx *redis.Tx, key string) error {
+	ttl, err := tx.Do(ctx, "PTTL", key).Int64()
+	if err != nil {
+		return fmt.Errorf("PTTL %s: %w", showKey(key), err)
+	}
+	if ttl == -2 {
+		return errGone
+	}
+	// Every mark this run set has markTTL from a moment after since.
+	low := cl.markTTL - time.Since(cl.since) - markSlack
+	if got := time.Duration(ttl) * time.Millisecond; got < low || got > cl.markTTL+markSlack {
+		return errReplaced
+	}
+	return nil
+}
+
 // do runs queue's commands in one MULTI/EXEC if the lock still holds this
-// run's token, with the lock WATCHed from the check to the EXEC: a run
-// that has lost the lock never writes to the keys of the run that holds it
-// now. check, when set, runs in between on the same connection (to see
-// that a key is still there, say). An error reply to a queued command is
-// returned with the command's name (the commands after it have run).
-func (cl *claim) do(ctx context.Context, check func(tx *redis.Tx) error, queue func(p redis.Pipeliner)) error {
-	err := cl.c.Watch(ctx, func(tx *redis.Tx) error {
-		v, err := tx.Get(ctx, cl.lock).Result()
-		if errors.Is(err, redis.Nil) || err == nil && v != cl.token {
-			return cl.lost()
+// run's token, with the lock and keys WATCHed from the check to the EXEC:
+// a run that has lost the lock never writes to the keys of the run that
+// holds it now, and a check of keys (check runs in between, on the same
+// connection: that a key is still this run's, say) still holds at the
+// EXEC. A transaction aborted by a change to keys (an item a writer added)
+// is tried again. An error reply to a queued command is returned with the
+// command's name (the commands after it have run).
+func (cl *claim) do(ctx context.Context, keys []string, check func(tx *redis.Tx) error, queue func(p redis.Pipeliner)) error {
+	for tries := 1; ; tries++ {
+		err := cl.c.Watch(ctx, func(tx *redis.Tx) error {
+			v, err := tx.Get(ctx, cl.lock).Result()
+			if errors.Is(err, redis.Nil) || err == nil && v != cl.token {
+				return cl.lost()
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", showKey(cl.lock), err)
+			}
+			if check != nil {
+				if err := check(tx); err != nil {
+					return err
+				}
+			}
+			cmds, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				queue(p)
+				return nil
+			})
+			for _, c := range cmds {
+				if c.Err() != nil && !errors.Is(err, redis.TxFailedErr) {
+					return fmt.Errorf("%s: %w", strings.ToUpper(c.Name()), c.Err())
+				}
+			}
+			return err
+		}, append([]string{cl.lock}, keys...)...)
+		// Aborted: the lock changed (the next look says so) or one of keys.
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", showKey(cl.lock), err)
+		if tries == 1000 {
+			return fmt.Errorf("%s kept changing: tried %d times", strings.Join(keys, ", "), tries)
 		}
-		if check != nil {
-			if err := check(tx); err != nil {
+	}
+}
+
+// release deletes those of keys that still carry this run's mark, and the
+// lock, if the lock still holds this run's token; otherwise nothing: they
+// are another run's (or client's) now.
+func (cl *claim) release(ctx context.Context, keys ...string) error {
+	var ours []string
+	return cl.do(ctx, keys, func(tx *redis.Tx) error {
+		ours = ours[:0]
+		for _, k := range keys {
+			switch err := cl.owned(ctx, tx, k); {
+			case err == nil:
+				ours = append(ours, k)
+			case !errors.Is(err, errGone) && !errors.Is(err, errReplaced):
 				return err
 			}
 		}
-		cmds, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			queue(p)
-			return nil
-		})
-		for _, c := range cmds {
-			if c.Err() != nil && !errors.Is(err, redis.TxFailedErr) {
-				return fmt.Errorf("%s: %w", strings.ToUpper(c.Name()), c.Err())
-			}
-		}
-		return err
-	}, cl.lock)
-	if errors.Is(err, redis.TxFailedErr) {
-		return cl.lost()
-	}
-	return err
-}
-
-// release deletes keys and the lock if the lock still holds this run's
-// token; otherwise nothing: they are another run's now.
-func (cl *claim) release(ctx context.Context, keys ...string) error {
-	return cl.do(ctx, nil, func(p redis.Pipeliner) {
-		p.Del(ctx, append(keys, cl.lock)...)
+		return nil
+	}, func(p redis.Pipeliner) {
+		p.Del(ctx, append(ours, cl.lock)...)
 	})
 }

@@ -92,8 +92,10 @@ func TestClaimLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Set(cx, "b-made", "1", 0)
-	err = a.do(cx, nil, func(p redis.Pipeliner) { p.Set(cx, "a-wrote", "1", 0) })
+	if err := b.do(cx, nil, nil, func(p redis.Pipeliner) { p.Set(cx, "b-made", "1", 0); b.mark(cx, p, "b-made") }); err != nil {
+		t.Fatal(err)
+	}
+	err = a.do(cx, nil, nil, func(p redis.Pipeliner) { p.Set(cx, "a-wrote", "1", 0) })
 	if !errors.Is(err, errLost) {
 		t.Fatalf("a wrote with a lost lock: %v", err)
 	}
@@ -108,6 +110,35 @@ func TestClaimLost(t *testing.T) {
 	}
 	if got := c.DBSize(cx).Val(); got != 0 {
 		t.Fatalf("%d keys left", got)
+	}
+}
+
+// A run's clean-up deletes only the keys that carry its mark: a key of
+// the same name that another client made (or replaced) stays, as does a
+// key another run marked.
+func TestReleaseOnlyMarked(t *testing.T) {
+	_, c := serve(t)
+	cx := context.Background()
+	a, err := take(cx, c, "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &claim{markTTL: a.markTTL + 2*markSlack, since: time.Now()} // another run's mark
+	err = a.do(cx, nil, nil, func(p redis.Pipeliner) {
+		p.Set(cx, "mine", "1", 0)
+		a.mark(cx, p, "mine")
+		p.Set(cx, "unmarked", "1", 0)
+		p.Set(cx, "theirs", "1", 0)
+		other.mark(cx, p, "theirs")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.release(cx, "mine", "unmarked", "theirs", "missing"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Keys(cx, "*").Val(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"theirs", "unmarked"}) {
+		t.Errorf("keys left: %v (want theirs and unmarked)", got)
 	}
 }
 

@@ -213,7 +213,12 @@ func parseInfo(v any) (info, error) {
 	return in, nil
 }
 
-func getInfo(ctx context.Context, c *redis.Client, k kind, key string) (info, error) {
+// doer is a client or a transaction's connection.
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+func getInfo(ctx context.Context, c doer, k kind, key string) (info, error) {
 	v, err := c.Do(ctx, k.cmd("INFO"), key).Result()
 	if err != nil {
 		if isNotFound(err) {
