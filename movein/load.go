@@ -281,11 +281,14 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	}
 	// Reserved with this run's mark, only where no key is (take saw none;
 	// WATCH keeps it so), so the mark is never set on another's key.
-	err = l.cl.do(ctx, []string{ship}, func(tx *redis.Tx) error {
-		if n, err := tx.Exists(ctx, ship).Result(); err != nil || n != 0 {
-			return cmp.Or(err, fmt.Errorf("%s was created by another client as the load started", showKey(ship)))
+	err = l.cl.do(ctx, []string{ship}, func(p redis.Pipeliner) func() error {
+		exists := p.Exists(ctx, ship)
+		return func() error {
+			if n, err := exists.Result(); err != nil || n != 0 {
+				return cmp.Or(err, fmt.Errorf("%s was created by another client as the load started", showKey(ship)))
+			}
+			return nil
 		}
-		return nil
 	}, func(p redis.Pipeliner) {
 		p.Do(ctx, l.reserveArgs(ship)...)
 		l.cl.mark(ctx, p, ship)
@@ -314,17 +317,21 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 	// server acknowledged adding (writers may have added more), WATCHed up
 	// to the RENAME. PERSIST drops the mark.
 	var in info
-	err = l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error {
-		if err := l.cl.owned(ctx, tx, tmp); err != nil {
-			return err
+	err = l.cl.do(ctx, []string{tmp}, func(p redis.Pipeliner) func() error {
+		owned, infoCmd := l.cl.owned(ctx, p, tmp), p.Do(ctx, k.cmd("INFO"), tmp)
+		return func() error {
+			if err := owned(); err != nil {
+				return err
+			}
+			var err error
+			if in, err = infoOf(infoCmd); err != nil {
+				return fmt.Errorf("%s: %w", k.cmd("INFO"), err)
+			}
+			if got, want := in.get("Number of items inserted")+in.get("Number of items deleted"), l.added.Load(); got < want {
+				return fmt.Errorf("%s holds %d items, fewer than the %d the load added: %w", showKey(tmp), got, want, errReplaced)
+			}
+			return nil
 		}
-		if in, err = getInfo(ctx, tx, k, tmp); err != nil {
-			return fmt.Errorf("%s: %w", k.cmd("INFO"), err)
-		}
-		if got, want := in.get("Number of items inserted")+in.get("Number of items deleted"), l.added.Load(); got < want {
-			return fmt.Errorf("%s holds %d items, fewer than the %d the load added: %w", showKey(tmp), got, want, errReplaced)
-		}
-		return nil
 	}, func(p redis.Pipeliner) {
 		p.Rename(ctx, tmp, l.o.key)
 		p.Persist(ctx, l.o.key)
@@ -549,7 +556,7 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 		// goes only into the key this run reserved (its mark); the header
 		// replaces it, marked again.
 		err := inPieces(iter, data, first, func(iter int64, data []byte) error {
-			return l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error { return l.cl.owned(ctx, tx, tmp) },
+			return l.cl.do(ctx, []string{tmp}, func(p redis.Pipeliner) func() error { return l.cl.owned(ctx, p, tmp) },
 				func(p redis.Pipeliner) {
 					if first {
 						p.Del(ctx, tmp)
@@ -579,7 +586,7 @@ func (l *loader) build(ctx context.Context, tmp, final string, read source, live
 	l.added.Store(got.info.get("Number of items inserted"))
 	note := fmt.Sprintf("built here and sent as %s in %d bytes", k.cmd("LOADCHUNK"), shipped)
 	if tmp != final { // the mark goes with it
-		err := l.cl.do(ctx, []string{tmp}, func(tx *redis.Tx) error { return l.cl.owned(ctx, tx, tmp) },
+		err := l.cl.do(ctx, []string{tmp}, func(p redis.Pipeliner) func() error { return l.cl.owned(ctx, p, tmp) },
 			func(p redis.Pipeliner) { p.Rename(ctx, tmp, final) })
 		if err != nil {
 			return "", vanished(tmp, err)

@@ -154,46 +154,79 @@ func (cl *claim) mark(ctx context.Context, p redis.Pipeliner, key string) {
 	p.PExpire(ctx, key, cl.markTTL)
 }
 
-// owned checks that key exists with this run's mark (errGone, errReplaced).
-func (cl *claim) owned(ctx context.Context, tx *redis.Tx, key string) error {
-	ttl, err := tx.Do(ctx, "PTTL", key).Int64()
-	if err != nil {
-		return fmt.Errorf("PTTL %s: %w", showKey(key), err)
+// owned queues a look at key in p and returns the check of its reply:
+// key exists with this run's mark (else errGone, errReplaced).
+func (cl *claim) owned(ctx context.Context, p redis.Pipeliner, key string) func() error {
+	pttl := p.Do(ctx, "PTTL", key)
+	return func() error {
+		ttl, err := pttl.Int64()
+		if err != nil {
+			return fmt.Errorf("PTTL %s: %w", showKey(key), err)
+		}
+		if ttl == -2 {
+			return errGone
+		}
+		// Every mark this run set has markTTL from a moment after since.
+		low := cl.markTTL - time.Since(cl.since) - markSlack
+		if got := time.Duration(ttl) * time.Millisecond; got < low || got > cl.markTTL+markSlack {
+			return errReplaced
+		}
+		return nil
 	}
-	if ttl == -2 {
-		return errGone
-	}
-	// Every mark this run set has markTTL from a moment after since.
-	low := cl.markTTL - time.Since(cl.since) - markSlack
-	if got := time.Duration(ttl) * time.Millisecond; got < low || got > cl.markTTL+markSlack {
-		return errReplaced
-	}
-	return nil
 }
 
 // do runs queue's commands in one MULTI/EXEC if the lock still holds this
 // run's token, with the lock and keys WATCHed from the check to the EXEC:
 // a run that has lost the lock never writes to the keys of the run that
-// holds it now, and a check of keys (check runs in between, on the same
-// connection: that a key is still this run's, say) still holds at the
-// EXEC. A transaction aborted by a change to keys (an item a writer added)
-// is tried again. An error reply to a queued command is returned with the
-// command's name (the commands after it have run).
-func (cl *claim) do(ctx context.Context, keys []string, check func(tx *redis.Tx) error, queue func(p redis.Pipeliner)) error {
+// holds it now, and what check found of keys (that a key is still this
+// run's, say) still holds at the EXEC. check, when set, queues its reads
+// in the pipeline that reads the lock (one round trip between WATCH and
+// EXEC) and returns what judges their replies. A transaction aborted by a
+// change to keys (an item a writer added) is tried again. An error reply
+// to a queued command is returned with the command's name (the commands
+// after it have run).
+func (cl *claim) do(ctx context.Context, keys []string, check func(p redis.Pipeliner) func() error, queue func(p redis.Pipeliner)) error {
 	for tries := 1; ; tries++ {
 		err := cl.c.Watch(ctx, func(tx *redis.Tx) error {
-			v, err := tx.Get(ctx, cl.lock).Result()
+			// WATCH goes in the pipeline of reads, so that only one round
+			// trip separates it from the EXEC: a writer adding to keys in
+			// between aborts the transaction. Tx tracks only its own
+			// Watch, so every way out but the EXEC unwatches here.
+			var watch *redis.Cmd
+			var lock *redis.StringCmd
+			judge := func() error { return nil }
+			execd := false
+			defer func() {
+				if !execd {
+					tx.Unwatch(ctx)
+				}
+			}()
+			tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				args := []any{"WATCH", cl.lock}
+				for _, k := range keys {
+					args = append(args, k)
+				}
+				watch = p.Do(ctx, args...)
+				lock = p.Get(ctx, cl.lock)
+				if check != nil {
+					judge = check(p)
+				}
+				return nil
+			})
+			if err := watch.Err(); err != nil {
+				return fmt.Errorf("WATCH: %w", err)
+			}
+			v, err := lock.Result()
 			if errors.Is(err, redis.Nil) || err == nil && v != cl.token {
 				return cl.lost()
 			}
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", showKey(cl.lock), err)
 			}
-			if check != nil {
-				if err := check(tx); err != nil {
-					return err
-				}
+			if err := judge(); err != nil {
+				return err
 			}
+			execd = true
 			cmds, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				queue(p)
 				return nil
@@ -204,7 +237,7 @@ func (cl *claim) do(ctx context.Context, keys []string, check func(tx *redis.Tx)
 				}
 			}
 			return err
-		}, append([]string{cl.lock}, keys...)...)
+		})
 		// Aborted: the lock changed (the next look says so) or one of keys.
 		if !errors.Is(err, redis.TxFailedErr) {
 			return err
@@ -220,17 +253,23 @@ func (cl *claim) do(ctx context.Context, keys []string, check func(tx *redis.Tx)
 // are another run's (or client's) now.
 func (cl *claim) release(ctx context.Context, keys ...string) error {
 	var ours []string
-	return cl.do(ctx, keys, func(tx *redis.Tx) error {
-		ours = ours[:0]
-		for _, k := range keys {
-			switch err := cl.owned(ctx, tx, k); {
-			case err == nil:
-				ours = append(ours, k)
-			case !errors.Is(err, errGone) && !errors.Is(err, errReplaced):
-				return err
-			}
+	return cl.do(ctx, keys, func(p redis.Pipeliner) func() error {
+		checks := make([]func() error, len(keys))
+		for i, k := range keys {
+			checks[i] = cl.owned(ctx, p, k)
 		}
-		return nil
+		return func() error {
+			ours = ours[:0]
+			for i, k := range keys {
+				switch err := checks[i](); {
+				case err == nil:
+					ours = append(ours, k)
+				case !errors.Is(err, errGone) && !errors.Is(err, errReplaced):
+					return err
+				}
+			}
+			return nil
+		}
 	}, func(p redis.Pipeliner) {
 		p.Del(ctx, append(ours, cl.lock)...)
 	})

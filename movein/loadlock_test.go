@@ -297,3 +297,109 @@ func TestLoadRefusesLeftovers(t *testing.T) {
 		t.Error("--force did not load")
 	}
 }
+
+// testLoader is a loader of key (Bloom, 0.01, 4000) by method, as Load
+// would make it, without flags.
+func testLoader(t *testing.T, c *redis.Client, key, method string) *loader {
+	t.Helper()
+	lo := &logOptions{format: "text", progress: "log", every: time.Hour}
+	rep, err := newReporter(io.Discard, *lo, "items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &loadOptions{key: key, errorRate: 0.01, capacity: 4000, method: method, batch: 10, pipeline: 2, conns: 2, log: lo}
+	return &loader{o: o, c: c, rep: rep, unit: "items"}
+}
+
+// items is a source of "prefix-i" for i in [0, n).
+func items(prefix string, n int) func(emit func([]byte) error) error {
+	return func(emit func([]byte) error) error {
+		for i := range n {
+			if err := emit(fmt.Appendf(nil, "%s-%d", prefix, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// A live build (--postgres) whose KEY:bfload-tmp is replaced after the
+// built filter was renamed to it, before the second pass: the load fails
+// instead of publishing the replacement, which holds only what the second
+// pass sent, and leaves it.
+func TestLoadLiveReplaced(t *testing.T) {
+	_, c := serve(t)
+	cx := context.Background()
+	tmp := "k" + LoadSuffix
+	passes := 0
+	read := func(emit func([]byte) error) error {
+		passes++
+		if passes == 2 {
+			_, err := c.TxPipelined(cx, func(p redis.Pipeliner) error {
+				p.Del(cx, tmp)
+				p.Do(cx, "BF.RESERVE", tmp, 0.01, 4000)
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			if err := items("meanwhile", 10)(emit); err != nil {
+				return err
+			}
+		}
+		return items("row", 1000)(emit)
+	}
+	_, _, err := testLoader(t, c, "k", "build").run(cx, read, true)
+	if err == nil || !strings.Contains(err.Error(), tmp+" was replaced while the load ran") {
+		t.Fatalf("run: %v", err)
+	}
+	if keys := c.Keys(cx, "k*").Val(); !slices.Equal(keys, []string{tmp}) {
+		t.Errorf("keys left: %v (want only the replacement)", keys)
+	}
+}
+
+// Writers adding to KEY:bfload-tmp all along (as the write path of
+// examples/cachepenetration does) do not keep the swap from happening:
+// a WATCH they abort is tried again. By madd, and by a live build (the
+// one that writers may add beside: a build from a file verifies the
+// dump it loaded, which their adds would change).
+func TestLoadSwapBesideWriters(t *testing.T) {
+	_, c := serve(t)
+	cx := context.Background()
+	for _, m := range []string{"build", "madd"} {
+		key := "k-" + m
+		tmp := key + LoadSuffix
+		stop := make(chan struct{})
+		var writes int
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.Do(cx, "BF.INSERT", tmp, "NOCREATE", "ITEMS", fmt.Sprint("w-", i))
+				writes++
+			}
+		})
+		_, _, err := testLoader(t, c, key, m).run(cx, items("row", 3000), m == "build")
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("%s: %v (%d writes)", m, err, writes)
+		}
+		args := []any{"BF.MEXISTS", key}
+		for i := range 3000 {
+			args = append(args, fmt.Sprint("row-", i))
+		}
+		for i, v := range c.Do(cx, args...).Val().([]any) {
+			if v != int64(1) {
+				t.Fatalf("%s: row-%d missing", m, i)
+			}
+		}
+		if ttl := c.PTTL(cx, key).Val(); ttl != -1 {
+			t.Errorf("%s: the published key's PTTL is %v", m, ttl)
+		}
+	}
+}

@@ -213,13 +213,13 @@ func parseInfo(v any) (info, error) {
 	return in, nil
 }
 
-// doer is a client or a transaction's connection.
-type doer interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
+func getInfo(ctx context.Context, c *redis.Client, k kind, key string) (info, error) {
+	return infoOf(c.Do(ctx, k.cmd("INFO"), key))
 }
 
-func getInfo(ctx context.Context, c doer, k kind, key string) (info, error) {
-	v, err := c.Do(ctx, k.cmd("INFO"), key).Result()
+// infoOf is the reply of a BF.INFO or CF.INFO command (errGone: no key).
+func infoOf(c *redis.Cmd) (info, error) {
+	v, err := c.Result()
 	if err != nil {
 		if isNotFound(err) {
 			return nil, errGone
