@@ -347,6 +347,18 @@ func itemsIn(t *testing.T, c *redis.Client, prefix, key string) int64 {
 	return 0
 }
 
+// waitItemsIn waits (at most a minute) until the filter holds an item.
+func waitItemsIn(t *testing.T, c *redis.Client, prefix, key string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for itemsIn(t, c, prefix, key) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no item reached %s in a minute", key)
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the first batches
+	}
+}
+
 // TestLoadBusy: while a load of a key runs (its items still coming from a
 // pipe), a second load of the key is refused, names the lock and who holds
 // it, and changes nothing; with --force it proceeds, and the first one then
@@ -445,12 +457,8 @@ func TestLoadTempKeyDeleted(t *testing.T) {
 			a, aIn := pipedLoad(t, append(args, "--method", m)...)
 			io.WriteString(aIn, lines("old-%d", 0, 1000))
 			a.waitLine(t, "the reservation", isMsg("reserved"))
-			deadline := time.Now().Add(time.Minute)
-			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
-				}
-				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			if m == "madd" {
+				waitItemsIn(t, c, prefix, tmp)
 			}
 			if got := must(t, c, "DEL", tmp).(int64); got != 1 {
 				t.Fatalf("%s: DEL %s: %d", key, tmp, got)
@@ -496,12 +504,8 @@ func TestLoadTempKeyReplaced(t *testing.T) {
 			a, aIn := pipedLoad(t, append(args, "--method", m)...)
 			io.WriteString(aIn, lines("new-%d", 0, 1000))
 			a.waitLine(t, "the reservation", isMsg("reserved"))
-			deadline := time.Now().Add(time.Minute)
-			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
-				}
-				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			if m == "madd" {
+				waitItemsIn(t, c, prefix, tmp)
 			}
 			replaced, err := c.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
 				p.Del(ctx(t), tmp)
@@ -556,12 +560,8 @@ func TestLoadTwoRuns(t *testing.T) {
 			a, aIn := pipedLoad(t, args...)
 			io.WriteString(aIn, lines("item-%d", 0, 1000))
 			a.waitLine(t, "the first run's reservation", isMsg("reserved"))
-			deadline := time.Now().Add(time.Minute)
-			for m == "madd" && itemsIn(t, c, prefix, tmp) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: no item reached %s in a minute", key, tmp)
-				}
-				time.Sleep(5 * time.Millisecond) // polling for the first batches
+			if m == "madd" {
+				waitItemsIn(t, c, prefix, tmp)
 			}
 			b, bIn := pipedLoad(t, args...)
 			// The second run reserves (then it runs beside the first) or

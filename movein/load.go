@@ -56,13 +56,13 @@ type loadOptions struct {
 // Load runs `bfserver load`: it reads items (one per line from stdin or
 // --file, or the first column of a PostgreSQL query), takes KEY:bfload-lock
 // (refusing while another load of KEY holds it or left its temporary
-// keys), reserves a filter in KEY:bfload-tmp, fills it (--method build:
-// adds them to a copy of that filter in this process and sends the result
-// as LOADCHUNKs; --method madd: sends them in pipelined BF.INSERT or
-// CF.INSERT … NOCREATE batches), and RENAMEs the result over KEY. Readers
-// of KEY see the old filter until the new one holds every item. It returns
-// the exit code: 0 done, 1 failed or refused (KEY untouched), 2 usage
-// error.
+// keys), reserves a filter in KEY:bfload-tmp with the run's mark (see
+// claim), fills it (--method build: adds them to a copy of that filter in
+// this process and sends the result as LOADCHUNKs; --method madd: sends
+// them in pipelined BF.INSERT or CF.INSERT … NOCREATE batches), and
+// RENAMEs the result over KEY if it still carries the mark. Readers of KEY
+// see the old filter until the new one holds every item. It returns the
+// exit code: 0 done, 1 failed or refused (KEY untouched), 2 usage error.
 func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o := &loadOptions{}
 	fs := flag.NewFlagSet("bfserver load", flag.ContinueOnError)
@@ -89,6 +89,12 @@ func Load(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	o.log = addLogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bfserver load --to URL --key KEY --error-rate P --capacity N [--expansion E | --nonscaling] [--cuckoo [--bucket-size B]] [--file F | --postgres DSN --query SQL] [--force]")
+		fmt.Fprint(stderr, `
+Builds the filter in KEY`+LoadSuffix+` and RENAMEs it over KEY once it holds every item.
+It refuses to start while KEY`+LockSuffix+`, KEY`+LoadSuffix+` or KEY`+ShipSuffix+` exists
+(another load runs, or one was killed): --force deletes them and proceeds. If
+KEY`+LoadSuffix+` is deleted or replaced while it runs, the load fails (exit 1) and
+KEY keeps its old filter. docs/MIGRATING.md has the details.`+"\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -243,7 +243,11 @@ func (cl *claim) do(ctx context.Context, keys []string, check func(p redis.Pipel
 			return err
 		}
 		if tries == 1000 {
-			return fmt.Errorf("%s kept changing: tried %d times", strings.Join(keys, ", "), tries)
+			names := make([]string, len(keys))
+			for i, k := range keys {
+				names[i] = showKey(k)
+			}
+			return fmt.Errorf("%s kept changing (writers adding to it?): tried %d times", strings.Join(names, ", "), tries)
 		}
 	}
 }
