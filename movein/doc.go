@@ -7,7 +7,9 @@
 //   - Load (bfserver load) builds a filter from a list of items (stdin, a
 //     file, or a PostgreSQL query) in a temporary key and RENAMEs it over the
 //     live one, so readers see the old filter until the new one is complete;
-//     a lock key lets one load of a key run at a time.
+//     a lock key lets one load of a key run at a time, and a mark on its
+//     temporary keys (an expiry of its own) fails a load whose key another
+//     client deleted or replaced, rather than publish it.
 //
 // It exists so that adopting bfserver, rebuilding a filter from the system
 // of record, and leaving again are each one command. It is a client: it

@@ -334,7 +334,7 @@ func (l *loader) run(ctx context.Context, read source, live bool) (info, string,
 				return fmt.Errorf("%s: %w", k.cmd("INFO"), err)
 			}
 			if got, want := in.get("Number of items inserted")+in.get("Number of items deleted"), l.added.Load(); got < want {
-				return fmt.Errorf("%s holds %d items, fewer than the %d the load added: %w", showKey(tmp), got, want, errReplaced)
+				return fmt.Errorf("%w: it holds %d items, fewer than the %d this load added", errReplaced, got, want)
 			}
 			return nil
 		}

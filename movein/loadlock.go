@@ -141,7 +141,7 @@ var (
 	errLost = errors.New("lost the lock")
 	// errReplaced means a temporary key exists but lacks this run's mark:
 	// another client replaced it (or another run made it).
-	errReplaced = errors.New("its expiry is not the one this load set")
+	errReplaced = errors.New("not the filter this load made")
 )
 
 func (cl *claim) lost() error {
@@ -169,7 +169,7 @@ func (cl *claim) owned(ctx context.Context, p redis.Pipeliner, key string) func(
 		// Every mark this run set has markTTL from a moment after since.
 		low := cl.markTTL - time.Since(cl.since) - markSlack
 		if got := time.Duration(ttl) * time.Millisecond; got < low || got > cl.markTTL+markSlack {
-			return errReplaced
+			return fmt.Errorf("%w: its PTTL is %d, not the expiry this load set", errReplaced, ttl)
 		}
 		return nil
 	}
