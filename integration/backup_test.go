@@ -64,7 +64,7 @@ func TestOnlineBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	restored := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir()}
+	restored := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), args: []string{"--cluster-secret", testSecret}}
 	restoreArgs := []string{"restore", "--from", file, "--data-dir", restored.dataDir, "--addr", restored.addr, "--raft-addr", restored.raftAddr}
 	out, err := exec.Command(binary, restoreArgs...).CombinedOutput()
 	if err != nil {
@@ -87,7 +87,7 @@ func TestOnlineBackup(t *testing.T) {
 		t.Fatalf("write to the restored node: %v", err)
 	}
 	// A node joins the restored one's new cluster and gets everything.
-	joiner := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), args: []string{"--join", restored.addr}}
+	joiner := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), args: []string{"--join", restored.addr, "--cluster-secret", testSecret}}
 	joiner.launch()
 	waitFor(t, 30*time.Second, "the joiner caught up", func() bool {
 		jc := joiner.client(2)

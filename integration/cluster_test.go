@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +33,19 @@ func startCluster(t *testing.T, ips []string, args ...string) []*node {
 	return startClusterTLS(t, ips, nil, args...)
 }
 
+// testSecret is the cluster secret of the clusters tests start.
+const testSecret = "integration-tests-cluster-secret"
+
+// clusterAuthFlags are the flags that say how a cluster's nodes
+// authenticate each other; a cluster started without one shares
+// testSecret.
+var clusterAuthFlags = []string{"--cluster-secret", "--cluster-secret-file", "--cluster-insecure", "--tls-cluster"}
+
 func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return slices.Contains(clusterAuthFlags, a) }) {
+		args = append([]string{"--cluster-secret", testSecret}, args...)
+	}
 	var nodes []*node
 	for i, ip := range ips {
 		n := &node{t: t, addr: freeAddrOn(t, ip), raftAddr: freeAddrOn(t, ip), dataDir: t.TempDir(), tls: p}

@@ -51,6 +51,8 @@ type node struct {
 	// retries counts first starts that found a port taken.
 	started bool
 	retries int
+	// logs keeps the tail of the process's log (stderr).
+	logs *tailWriter
 }
 
 func freeAddr(t testing.TB) string {
@@ -78,6 +80,7 @@ func (n *node) launch() {
 	n.cmd = exec.Command(binary, args...)
 	// The log's tail is kept to explain a start that fails, quiet or not.
 	tail := &tailWriter{}
+	n.logs = tail
 	n.cmd.Stderr = io.MultiWriter(os.Stderr, tail)
 	if os.Getenv("BFSERVER_TEST_QUIET") != "" {
 		n.cmd.Stderr = tail

@@ -21,11 +21,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// pki is a throwaway CA and one certificate it signed for 127.0.0.0/8 use.
+// pki is a throwaway CA and one certificate it signed for 127.0.0.0/8 use,
+// named after the CA.
 type pki struct {
 	caFile, certFile, keyFile string
 	pool                      *x509.CertPool
 	cert                      tls.Certificate
+	name                      string
+	dir                       string
+	ca                        *x509.Certificate
+	caKey                     *ecdsa.PrivateKey
 }
 
 func writePEM(t *testing.T, path, typ string, der []byte) {
@@ -47,25 +52,38 @@ func newPKI(t *testing.T, name string) *pki {
 		t.Fatal(err)
 	}
 	caCert, _ := x509.ParseCertificate(caDER)
+	p := &pki{caFile: filepath.Join(dir, "ca.pem"), name: name, dir: dir, ca: caCert, caKey: caKey}
+	writePEM(t, p.caFile, "CERTIFICATE", caDER)
+	p.certFile, p.keyFile, p.cert = p.issue(t, name)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(caCert)
+	return p
+}
+
+// issue makes another certificate of the CA's, named cn, for the same
+// addresses: its files and the pair.
+func (p *pki) issue(t *testing.T, cn string) (certFile, keyFile string, pair tls.Certificate) {
+	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 11), net.IPv4(127, 0, 0, 12), net.IPv4(127, 0, 0, 13)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keyDER, _ := x509.MarshalECPrivateKey(key)
-	p := &pki{caFile: filepath.Join(dir, "ca.pem"), certFile: filepath.Join(dir, "cert.pem"), keyFile: filepath.Join(dir, "key.pem")}
-	writePEM(t, p.caFile, "CERTIFICATE", caDER)
-	writePEM(t, p.certFile, "CERTIFICATE", der)
-	writePEM(t, p.keyFile, "EC PRIVATE KEY", keyDER)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(caCert)
-	p.cert, _ = tls.LoadX509KeyPair(p.certFile, p.keyFile)
-	return p
+	certFile, keyFile = filepath.Join(p.dir, cn+"-cert.pem"), filepath.Join(p.dir, cn+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
+	pair, err = tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, pair
 }
 
 func (p *pki) flags(extra ...string) []string {
@@ -120,7 +138,7 @@ func TestTLSClusterRejectsStrangers(t *testing.T) {
 	p := newPKI(t, "cluster")
 	// Without follower leases, a follower's linearizable read asks the
 	// leader for a read index.
-	nodes := startClusterTLS(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, p, p.flags("--tls-cluster", "--follower-read-lease=false")...)
+	nodes := startClusterTLS(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, p, p.flags("--tls-cluster", "--tls-cluster-allowed-names", p.name, "--follower-read-lease=false")...)
 	leader := leaderOf(t, nodes)
 	for _, n := range nodes {
 		c := p.client(n.addr)
@@ -166,7 +184,7 @@ func TestTLSClusterRejectsStrangers(t *testing.T) {
 		conn.Close()
 	}
 	s := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(),
-		args: stranger.flags("--tls-cluster", "--node-id", "stranger", "--join", nodes[0].addr)}
+		args: stranger.flags("--tls-cluster", "--tls-cluster-allowed-names", p.name, "--node-id", "stranger", "--join", nodes[0].addr)}
 	s.launch()
 	c := p.client(nodes[0].addr)
 	defer c.Close()

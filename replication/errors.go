@@ -15,8 +15,10 @@ var (
 	errLeaseRefused = errors.New("read leases are off on this leader")
 	// errNotMember: the requester is not a member of the cluster.
 	errNotMember = errors.New("unknown node id")
-	// errTellAhead: a committed index too far beyond this node's log.
+	// errTellAhead: a committed index beyond this node's log.
 	errTellAhead = errors.New("committed index out of range")
+	// errNotLeader: a commit notice from a node this one does not follow.
+	errNotLeader = errors.New("commit notice from a node that is not the leader")
 	// errForbidden: a peer forwarded a command no RESP layer proposes
 	// (membership changes travel their own way).
 	errForbidden = errors.New("forwarded command not allowed")
@@ -45,6 +47,7 @@ var peerErrors = []error{
 	errForbidden,
 	errHalted,
 	errBadFrame,
+	errNotLeader,
 }
 
 // Codes for errors that carry text of their own.

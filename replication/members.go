@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sort"
@@ -33,6 +34,9 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, respAddr string) error {
 		_, err := n.peers.call(ctx, addr, reqJoin, b)
 		return peerCallErr(err)
 	}
+	if err := n.probe(ctx, raftAddr); err != nil {
+		return err
+	}
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
 		return &RemoteError{Msg: err.Error()}
 	}
@@ -55,6 +59,25 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	}
 	_, _, err := n.propose(ctx, []*command.Cmd{{Op: command.DelMember, Key: []byte(id)}})
 	return err
+}
+
+// probe checks, before a node becomes a voter, that the leader reaches its
+// Raft port and that the two authenticate each other: a voter that cannot
+// take part (another secret, a certificate the cluster refuses, a port
+// nobody reaches) would count toward every quorum, and a rogue node must
+// not receive the snapshot.
+func (n *Node) probe(ctx context.Context, raftAddr string) error {
+	if n.opts.ownSecret {
+		return &RemoteError{Msg: "this node has no cluster secret (cluster-secret) or cluster TLS (tls-cluster): give every node the same one to form a cluster"}
+	}
+	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	c, err := n.peers.dial(pctx, raftAddr, muxPeer)
+	if err != nil {
+		return &RemoteError{Msg: fmt.Sprintf("the joining node's Raft port %s did not authenticate with this cluster (%v): every node needs the same cluster secret or a certificate the cluster accepts", raftAddr, err)}
+	}
+	c.Close()
+	return nil
 }
 
 // peerCallErr: a request that never reached the leader found none.

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,8 +118,32 @@ type Options struct {
 	// false: leases on (with NoReadLease, off).
 	NoFollowerLease bool
 	// TLS, if set, makes the Raft port mutual TLS: only nodes with a
-	// certificate from the cluster's CA may take part.
+	// certificate from the cluster's CA (and, with TLS.AllowedNames, one
+	// of the names allowed for nodes) may take part.
 	TLS *TLS
+	// ClusterSecret, if set, is the credential every node of the cluster
+	// shares: a connection to the Raft port proves it holds it before it
+	// is served, and this node proves it back (peerauth.go), so a stranger
+	// can neither take part nor pass for a member. At least MinSecretLen
+	// bytes. With TLS too, a peer needs both.
+	ClusterSecret []byte
+	// SecretTransition also lets in peers that present no secret, and
+	// dials a node that does not speak the handshake without it: only for
+	// the rolling restart that gives a running cluster its secret
+	// (docs/OPERATIONS.md). Needs ClusterSecret.
+	SecretTransition bool
+	// InsecurePeers lets any connection to the Raft port take part in
+	// the cluster with neither TLS nor a secret: for networks where every
+	// host that can reach the port is trusted. Without TLS, a secret or
+	// this, a node whose Raft address is not loopback does not start
+	// (ErrNoPeerAuth), and one on loopback makes a secret of its own that
+	// no other node knows: it runs alone.
+	InsecurePeers bool
+	// MaxPeerConns bounds the connections the Raft port holds open,
+	// Raft's and the peer protocol's, authenticated or not; beyond it a
+	// connection is closed at once. Each peer opens at most 48 of its own
+	// plus Raft's. Default 256.
+	MaxPeerConns int
 	// MaxFilterBytes is the largest per-filter byte cap a forwarded command
 	// is applied with: what this node's RESP layer stamps on its own (a
 	// larger cap from a peer is lowered to it). cmd/bfserver passes the
@@ -134,7 +159,14 @@ type Options struct {
 
 	// wrapLog lets tests put a failing store in front of the Raft log.
 	wrapLog func(raft.LogStore) raft.LogStore
+	// ownSecret: Validate made ClusterSecret, and no other node knows it.
+	ownSecret bool
 }
+
+// ErrNoPeerAuth: a node that other hosts could reach, or one that joins a
+// cluster, has no way to authenticate its peers (Options.TLS,
+// ClusterSecret or InsecurePeers).
+var ErrNoPeerAuth = errors.New("replication: the Raft port needs cluster TLS or a cluster secret")
 
 // Validate fills the defaults and refuses settings no node can run with.
 func (o *Options) Validate() error {
@@ -149,6 +181,32 @@ func (o *Options) Validate() error {
 	}
 	if o.RaftAdvertise == "" {
 		o.RaftAdvertise = o.RaftAddr
+	}
+	if len(o.ClusterSecret) > 0 && len(o.ClusterSecret) < MinSecretLen {
+		return fmt.Errorf("replication: the cluster secret must be at least %d bytes, not %d", MinSecretLen, len(o.ClusterSecret))
+	}
+	if o.SecretTransition && len(o.ClusterSecret) == 0 {
+		return errors.New("replication: SecretTransition needs a ClusterSecret")
+	}
+	if o.TLS == nil && len(o.ClusterSecret) == 0 && !o.InsecurePeers {
+		if !isLoopback(o.RaftAddr) || !isLoopback(o.RaftAdvertise) {
+			return fmt.Errorf("%w: the Raft address %s is not loopback", ErrNoPeerAuth, o.RaftAddr)
+		}
+		if o.Join != "" {
+			return fmt.Errorf("%w to join a cluster", ErrNoPeerAuth)
+		}
+		o.ClusterSecret = make([]byte, 32)
+		rand.Read(o.ClusterSecret)
+		o.ownSecret = true
+	}
+	if o.ownSecret && o.Join != "" {
+		return fmt.Errorf("%w to join a cluster", ErrNoPeerAuth)
+	}
+	if o.MaxPeerConns < 0 {
+		return fmt.Errorf("replication: MaxPeerConns %d is negative", o.MaxPeerConns)
+	}
+	if o.MaxPeerConns == 0 {
+		o.MaxPeerConns = 256
 	}
 	switch o.Fsync {
 	case "":
@@ -209,6 +267,7 @@ type Node struct {
 	mux       *mux
 	snaps     *raft.FileSnapshotStore
 	peers     *peerClient
+	auth      *peerAuth
 	proposals chan *proposal
 	nudges    chan struct{} // see nudge
 	reads     *coalescer
@@ -252,7 +311,9 @@ type Node struct {
 	lastRead  atomic.Int64
 	leaseWake chan struct{}
 	leaseAsks atomic.Uint64
-	readRPCs  atomic.Uint64 // read-index requests sent to the leader
+	// noticeRefused logs refused commit notices, at most once a second.
+	noticeRefused rateLog
+	readRPCs      atomic.Uint64 // read-index requests sent to the leader
 	// voters is the number of voters in the latest known configuration.
 	// A leader that is the only voter cannot be deposed behind its back,
 	// so its reads need no heartbeat round. servers maps each member's id
@@ -296,7 +357,8 @@ func Open(opts Options) (*Node, error) {
 	// Generations start apart: Raft may report this node as leader a moment
 	// before the notification that starts its readiness entry arrives.
 	n.leaderGen.Store(1)
-	n.peers = newPeerClient(dialer(opts.RaftAddr, opts.TLS))
+	n.auth = &peerAuth{secret: opts.ClusterSecret, transition: opts.SecretTransition, id: opts.NodeID}
+	n.peers = newPeerClient(dialer(opts.RaftAddr, opts.TLS, n.auth))
 	n.reads = newCoalescer(n.readIndexRound)
 	n.holders, n.leaseWake, n.nudges = newHolders(n.tell), make(chan struct{}, 1), make(chan struct{}, 1)
 	n.disk.log = n.log
@@ -332,6 +394,9 @@ func Open(opts Options) (*Node, error) {
 	}
 	n.logs = l.store
 	if err := n.startRaft(); err != nil {
+		if n.trans != nil {
+			n.trans.Close()
+		}
 		n.closeStores()
 		return nil, err
 	}
@@ -398,8 +463,8 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
-	n.mux = newMux(ln, n.servePeer, n.log)
-	n.trans = raft.NewNetworkTransportWithLogger(&streamLayer{m: n.mux, dial: dialer(o.RaftAddr, o.TLS), advertise: o.RaftAdvertise}, 4, 10*time.Second, hl)
+	n.mux = newMux(ln, n.auth, o.MaxPeerConns, n.servePeer, n.log)
+	n.trans = raft.NewNetworkTransportWithLogger(&streamLayer{m: n.mux, dial: dialer(o.RaftAddr, o.TLS, n.auth), advertise: o.RaftAdvertise}, 4, 10*time.Second, hl)
 	notify := make(chan bool, 16)
 	cfg := raft.DefaultConfig()
 	cfg.LocalID = raft.ServerID(o.NodeID)
@@ -445,6 +510,10 @@ func (n *Node) startRaft() error {
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		n.configured(f.Configuration()) // the voters, before any election
+		if servers := len(f.Configuration().Servers); servers > 1 && o.ownSecret {
+			n.raft.Shutdown()
+			return fmt.Errorf("%w: this node is one of %d members, and without one it cannot reach them (docs/OPERATIONS.md, Security)", ErrNoPeerAuth, servers)
+		}
 	}
 	if sole && n.voters.Load() != 1 {
 		n.soleStart.Store(false) // the image said alone; the log says otherwise

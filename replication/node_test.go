@@ -49,8 +49,9 @@ func TestNoReadBeforeReadiness(t *testing.T) {
 	}
 }
 
-// TestCommittedOutOfRange: a committed index far beyond the log is
-// refused and changes nothing; a plausible one is kept.
+// TestCommittedOutOfRange: a commit notice is taken only for entries this
+// node holds, or receives while it waits, and only from the leader; one
+// beyond its log is refused and changes nothing.
 func TestCommittedOutOfRange(t *testing.T) {
 	n, err := Open(Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir()})
 	if err != nil {
@@ -60,9 +61,29 @@ func TestCommittedOutOfRange(t *testing.T) {
 	if err := n.Committed(^uint64(0)); err == nil || n.told.Load() != 0 {
 		t.Fatalf("index 2^64-1 accepted: %v, told %d", err, n.told.Load())
 	}
-	near := n.raft.LastIndex() + 5
-	if err := n.Committed(near); err != nil || n.told.Load() != near {
-		t.Fatalf("index %d refused: %v, told %d", near, err, n.told.Load())
+	if err := n.Committed(n.raft.LastIndex() + 1_000_000); err == nil || n.told.Load() != 0 {
+		t.Fatalf("an index a million past the log accepted: %v, told %d", err, n.told.Load())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Barrier(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	last := n.raft.LastIndex()
+	if err := n.Committed(last); err != nil || n.told.Load() != last {
+		t.Fatalf("index %d, in the log, refused: %v, told %d", last, err, n.told.Load())
+	}
+	// The next entry, told of while it is being appended, is waited for.
+	done := make(chan error, 1)
+	go func() { done <- n.Committed(last + 1) }()
+	if _, err := n.Write(ctx, []*command.Cmd{{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || n.told.Load() != last+1 {
+		t.Fatalf("index %d, appended while told, refused: %v, told %d", last+1, err, n.told.Load())
+	}
+	if err := n.committedFrom("not-the-leader", last+1); err == nil {
+		t.Fatal("a commit notice from a node that does not lead was taken")
 	}
 }
 

@@ -20,10 +20,10 @@ import (
 // The peer protocol: what nodes say to each other besides Raft's own
 // traffic (forwarded writes, read indexes, leases, commit notices and
 // membership requests) travels on the Raft port, on connections of its
-// own. One listener serves both: the first byte a dialer sends says which
-// (as rqlite's tcp mux does). With cluster TLS the listener itself is TLS
-// and demands a certificate from the cluster's CA, so a peer connection
-// needs exactly what a Raft connection needs.
+// own. One listener serves both: a connection first authenticates
+// (peerauth.go: cluster TLS, the cluster secret's handshake, or both) and
+// says which it is (as rqlite's tcp mux does), so a peer connection needs
+// exactly what a Raft connection needs, and a stranger gets neither.
 //
 // A connection carries one request at a time: a frame of its type and
 // payload, answered by a frame of an outcome and payload. Outcomes are
@@ -31,8 +31,13 @@ import (
 // per peer and checks one is alive before it sends a write over it, so a
 // connection the peer closed while idle is not mistaken for a write of
 // unknown outcome.
+//
+// What a peer can make a node hold is bounded before it is allocated:
+// connections (MaxPeerConns, and maxPendingPerIP not yet authenticated
+// from one address), the time to authenticate (authTimeout) and to stay
+// idle (peerIdle), and each request type's frame (frameCap).
 
-// Connection kinds: the first byte of every connection to the Raft port.
+// Connection kinds: what a connection is for, said once it authenticated.
 const (
 	muxRaft byte = 1
 	muxPeer byte = 2
@@ -55,37 +60,72 @@ const (
 )
 
 // maxFrame bounds one message: a forwarded batch is at most a client's
-// query buffer (1 GiB) plus its encoding. A frame's memory grows with the
-// bytes that actually arrive, never with the length it claims.
+// query buffer (1 GiB) plus its encoding, and so are its results. A
+// frame's memory grows with the bytes that actually arrive, never with the
+// length it claims.
 const maxFrame = 1<<30 + 1<<20
 
-// headerTimeout bounds how long an accepted connection may take to say
-// what it is.
-const headerTimeout = 10 * time.Second
+// smallFrame bounds every request but a forward: ids, addresses, indexes.
+const smallFrame = 4 << 10
 
-// mux accepts connections on the Raft address and hands each to Raft or to
-// the peer service, by its first byte.
-type mux struct {
-	ln     net.Listener
-	raft   chan net.Conn
-	peer   func(net.Conn)
-	done   chan struct{}
-	once   sync.Once
-	log    *slog.Logger
-	wg     sync.WaitGroup
-	connMu sync.Mutex
-	conns  map[net.Conn]bool // peer connections being served
+// frameCap is the largest frame of request type typ a node reads.
+func frameCap(typ byte) int {
+	if typ == reqForward {
+		return maxFrame
+	}
+	return smallFrame
 }
 
-func newMux(ln net.Listener, peer func(net.Conn), log *slog.Logger) *mux {
-	m := &mux{ln: ln, raft: make(chan net.Conn), peer: peer, done: make(chan struct{}), log: log, conns: map[net.Conn]bool{}}
+const (
+	// authTimeout bounds how long an accepted connection may take to
+	// authenticate and say what it is.
+	authTimeout = 5 * time.Second
+	// peerIdle: a peer connection with no request for this long is
+	// closed (a client checks an idle connection before it uses it).
+	peerIdle = 2 * time.Minute
+	// maxPendingPerIP bounds the connections from one address that have
+	// not authenticated yet, so that strangers on one host cannot hold
+	// every slot while the members' connections wait.
+	maxPendingPerIP = 16
+	// acceptBackoff is the longest wait between failed accepts (a full
+	// descriptor table: EMFILE); it starts at 5ms and doubles.
+	acceptBackoff = time.Second
+)
+
+// mux accepts connections on the Raft address and hands each, once it
+// authenticated, to Raft or to the peer service, by its kind.
+type mux struct {
+	ln      net.Listener
+	auth    *peerAuth
+	raft    chan net.Conn
+	peer    func(c net.Conn, from string)
+	done    chan struct{}
+	once    sync.Once
+	log     *slog.Logger
+	refusal rateLog // connections refused, logged at most once a second
+	failed  rateLog // accept errors, likewise
+	wg      sync.WaitGroup
+	slots   chan struct{} // one per connection open, of MaxPeerConns
+	connMu  sync.Mutex
+	conns   map[net.Conn]bool // peer connections being served
+	pending map[string]int    // per remote IP: connections not yet authenticated
+}
+
+func newMux(ln net.Listener, auth *peerAuth, maxConns int, peer func(net.Conn, string), log *slog.Logger) *mux {
+	m := &mux{ln: ln, auth: auth, raft: make(chan net.Conn), peer: peer, done: make(chan struct{}), log: log,
+		slots: make(chan struct{}, maxConns), conns: map[net.Conn]bool{}, pending: map[string]int{}}
 	m.wg.Add(1)
 	go m.accept()
 	return m
 }
 
+// accept serves the listener until it closes. An accept that fails (out
+// of descriptors, a connection aborted) is retried after a pause that
+// doubles up to acceptBackoff, as net/http's server does: the node keeps
+// serving what it has, and takes connections again once it can.
 func (m *mux) accept() {
 	defer m.wg.Done()
+	var pause time.Duration
 	for {
 		c, err := m.ln.Accept()
 		if err != nil {
@@ -94,30 +134,76 @@ func (m *mux) accept() {
 				return
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			m.log.Error("raft port: accept", "err", err)
-			return
+			pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
+			m.failed.log(m.log, "raft port: accept failed; retrying", "err", err, "retry_in", pause)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(pause):
+			}
+			continue
+		}
+		pause = 0
+		ip := remoteIP(c)
+		if !m.admit(ip) {
+			c.Close()
+			continue
 		}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			m.route(c)
+			m.route(&slotConn{Conn: c, release: func() { <-m.slots }}, ip)
 		}()
 	}
 }
 
-func (m *mux) route(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(headerTimeout))
-	var kind [1]byte
-	if _, err := io.ReadFull(c, kind[:]); err != nil {
-		c.Close() // a stranger without the cluster's certificate ends here
+// admit takes a slot for a connection from ip, if one is free and ip has
+// room for one more connection that has not authenticated.
+func (m *mux) admit(ip string) bool {
+	select {
+	case m.slots <- struct{}{}:
+	default:
+		m.refusal.log(m.log, "raft port: refusing a connection: the node has max peer connections open", "remote", ip, "max", cap(m.slots))
+		return false
+	}
+	m.connMu.Lock()
+	defer m.connMu.Unlock()
+	if m.pending[ip] >= maxPendingPerIP {
+		<-m.slots
+		m.refusal.log(m.log, "raft port: refusing a connection: too many from one address are authenticating", "remote", ip, "max", maxPendingPerIP)
+		return false
+	}
+	m.pending[ip]++
+	return true
+}
+
+// authenticated ends ip's pending count for one connection.
+func (m *mux) authenticated(ip string) {
+	m.connMu.Lock()
+	if m.pending[ip]--; m.pending[ip] <= 0 {
+		delete(m.pending, ip)
+	}
+	m.connMu.Unlock()
+}
+
+func (m *mux) route(c net.Conn, ip string) {
+	c.SetDeadline(time.Now().Add(authTimeout))
+	kind, from, err := m.auth.accept(c) // a TLS handshake runs inside its first read
+	m.authenticated(ip)
+	if err != nil {
+		// A stranger without the cluster's certificate or secret ends
+		// here, before any request is read.
+		if !errors.Is(err, io.EOF) {
+			m.refusal.log(m.log, "raft port: refusing a connection that did not authenticate", "remote", c.RemoteAddr().String(), "err", err)
+		}
+		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
-	switch kind[0] {
+	c.SetDeadline(time.Time{})
+	switch kind {
 	case muxRaft:
 		select {
 		case m.raft <- c:
@@ -135,7 +221,7 @@ func (m *mux) route(c net.Conn) {
 		}
 		m.conns[c] = true
 		m.connMu.Unlock()
-		m.peer(c)
+		m.peer(c, from)
 		m.connMu.Lock()
 		delete(m.conns, c)
 		m.connMu.Unlock()
@@ -156,6 +242,53 @@ func (m *mux) close() error {
 		m.connMu.Unlock()
 	})
 	return err
+}
+
+// slotConn gives back its mux slot when it closes.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// remoteIP is a connection's remote address without its port.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	return host
+}
+
+// rateLog logs a warning at most once a second, with how many were left
+// out since the last.
+type rateLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+func (r *rateLog) log(l *slog.Logger, msg string, args ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	if now.Sub(r.last) < time.Second {
+		r.skipped++
+		r.mu.Unlock()
+		return
+	}
+	skipped := r.skipped
+	r.last, r.skipped = now, 0
+	r.mu.Unlock()
+	if skipped > 0 {
+		args = append(args, "more_since_last_logged", skipped)
+	}
+	l.Warn(msg, args...)
 }
 
 // streamLayer is Raft's side of the mux. Its Addr is what Raft tells
@@ -191,33 +324,52 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 
 // dialer connects to a peer's Raft port from this node's own address
 // (so firewalls and partitions work per node on hosts with several
-// addresses), with the cluster's TLS when on, and says what the
-// connection is for.
-func dialer(bind string, t *TLS) func(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+// addresses), with the cluster's TLS when on, authenticates, and says
+// what the connection is for.
+func dialer(bind string, t *TLS, auth *peerAuth) func(ctx context.Context, addr string, kind byte) (net.Conn, error) {
 	d := localDialer(bind)
 	return func(ctx context.Context, addr string, kind byte) (net.Conn, error) {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
+		c, err := dialAs(ctx, d, t, auth, addr, kind, auth.secret != nil)
+		if errors.Is(err, errNoHello) && auth.transition {
+			// A node of a build without the handshake, during the rolling
+			// restart that gives the cluster its secret.
+			c, err = dialAs(ctx, d, t, auth, addr, kind, false)
 		}
-		if t != nil {
-			tc := tls.Client(c, t.clientFor(addr))
-			if err := tc.HandshakeContext(ctx); err != nil {
-				c.Close()
-				return nil, err
-			}
-			c = tc
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			c.SetWriteDeadline(dl)
-		}
-		if _, err := c.Write([]byte{kind}); err != nil {
+		return c, err
+	}
+}
+
+// dialAs dials addr once, with the secret's hello or with the kind byte
+// alone.
+func dialAs(ctx context.Context, d net.Dialer, t *TLS, auth *peerAuth, addr string, kind byte, hello bool) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	} else {
+		c.SetDeadline(time.Now().Add(authTimeout))
+	}
+	if t != nil {
+		tc := tls.Client(c, t.clientFor(addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.SetWriteDeadline(time.Time{})
-		return c, nil
+		c = tc
 	}
+	if hello {
+		err = auth.dialHello(c, kind)
+	} else {
+		_, err = c.Write([]byte{kind})
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 // ---- frames ----
@@ -231,14 +383,15 @@ func writeFrame(w *bufio.Writer, typ byte, payload []byte) error {
 	return w.Flush()
 }
 
-// readFrame reads one frame; its buffer grows as bytes arrive.
-func readFrame(r *bufio.Reader) (byte, []byte, error) {
+// readFrame reads one frame of at most limit(its type) bytes; its buffer
+// grows as bytes arrive.
+func readFrame(r *bufio.Reader, limit func(typ byte) int) (byte, []byte, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
 	}
 	n := int(binary.BigEndian.Uint32(h[1:]))
-	if n > maxFrame {
+	if n > limit(h[0]) {
 		return 0, nil, errBadFrame
 	}
 	buf := make([]byte, 0, min(n, 1<<20))
@@ -299,16 +452,23 @@ func decodeErr(b []byte) error {
 
 // ---- server ----
 
-// servePeer answers one peer connection's requests in turn.
-func (n *Node) servePeer(c net.Conn) {
+// anyFrame is readFrame's limit for answers: as large as a request may be.
+func anyFrame(byte) int { return maxFrame }
+
+// servePeer answers one peer connection's requests in turn. from is the
+// node id the peer gave when it authenticated ("" without the secret's
+// handshake).
+func (n *Node) servePeer(c net.Conn, from string) {
 	defer c.Close()
 	br, bw := bufio.NewReaderSize(c, 64<<10), bufio.NewWriterSize(c, 64<<10)
 	for {
-		typ, payload, err := readFrame(br)
+		c.SetReadDeadline(time.Now().Add(peerIdle))
+		typ, payload, err := readFrame(br, frameCap)
 		if err != nil {
 			return
 		}
-		out, err := n.handlePeer(typ, payload)
+		c.SetReadDeadline(time.Time{})
+		out, err := n.handlePeer(typ, payload, from)
 		status := respOK
 		if err != nil {
 			status, out = respErr, encodeErr(err)
@@ -319,7 +479,7 @@ func (n *Node) servePeer(c net.Conn) {
 	}
 }
 
-func (n *Node) handlePeer(typ byte, p []byte) ([]byte, error) {
+func (n *Node) handlePeer(typ byte, p []byte, from string) ([]byte, error) {
 	ctx, cancel := n.stopContext()
 	defer cancel()
 	r := wire.Reader{B: p}
@@ -353,7 +513,7 @@ func (n *Node) handlePeer(typ byte, p []byte) ([]byte, error) {
 		if r.Bad {
 			return nil, errBadFrame
 		}
-		return nil, n.Committed(idx)
+		return nil, n.committedFrom(from, idx)
 	case reqJoin:
 		id, raftAddr, respAddr := string(r.Bytes()), string(r.Bytes()), string(r.Bytes())
 		if r.Bad || id == "" || raftAddr == "" {
@@ -376,13 +536,24 @@ func (n *Node) handlePeer(typ byte, p []byte) ([]byte, error) {
 
 // ---- client ----
 
-// peerClient keeps idle connections per peer Raft address.
+// peerClient keeps connections per peer Raft address: at most
+// maxPeerOpen open to each (idle or in use), of which at most maxIdle
+// idle. A caller that finds every one in use waits for one, so that a
+// burst of writes on a follower cannot open more connections to the
+// leader than the leader takes (MaxPeerConns).
 type peerClient struct {
 	dial func(ctx context.Context, addr string, kind byte) (net.Conn, error)
 
 	mu     sync.Mutex
-	idle   map[string][]*peerConn
+	peers  map[string]*peerConns
 	closed bool
+}
+
+// peerConns are one peer's connections.
+type peerConns struct {
+	idle  []*peerConn
+	open  int           // idle ones included
+	freed chan struct{} // closed and replaced when one is put back or closed
 }
 
 type peerConn struct {
@@ -391,28 +562,64 @@ type peerConn struct {
 	bw *bufio.Writer
 }
 
-// maxIdle bounds the idle connections kept per peer.
-const maxIdle = 16
-
-// dialTimeout bounds connecting to a peer.
-const dialTimeout = 2 * time.Second
+const (
+	// maxIdle bounds the idle connections kept per peer.
+	maxIdle = 16
+	// maxPeerOpen bounds the connections open to one peer.
+	maxPeerOpen = 48
+	// dialTimeout bounds connecting to a peer and authenticating.
+	dialTimeout = 2 * time.Second
+)
 
 func newPeerClient(dial func(ctx context.Context, addr string, kind byte) (net.Conn, error)) *peerClient {
-	return &peerClient{dial: dial, idle: map[string][]*peerConn{}}
+	return &peerClient{dial: dial, peers: map[string]*peerConns{}}
 }
 
 // errDial: the request was never sent.
 var errDial = errors.New("peer unreachable")
 
-// get returns a live idle connection or a new one. An idle connection the
-// peer closed reads EOF at once; a live one has nothing to read.
+// of is addr's connections; p.mu is held.
+func (p *peerClient) of(addr string) *peerConns {
+	pc := p.peers[addr]
+	if pc == nil {
+		pc = &peerConns{freed: make(chan struct{})}
+		p.peers[addr] = pc
+	}
+	return pc
+}
+
+// gone records that one of addr's connections closed; p.mu is held.
+func (pcs *peerConns) gone(n int) {
+	pcs.open -= n
+	close(pcs.freed)
+	pcs.freed = make(chan struct{})
+}
+
+// get returns a live idle connection or a new one, waiting while addr has
+// maxPeerOpen in use. An idle connection the peer closed reads EOF at
+// once; a live one has nothing to read.
 func (p *peerClient) get(ctx context.Context, addr string) (*peerConn, error) {
 	for {
 		p.mu.Lock()
-		l := p.idle[addr]
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errDial
+		}
+		pcs := p.of(addr)
 		var pc *peerConn
-		if len(l) > 0 {
-			pc, p.idle[addr] = l[len(l)-1], l[:len(l)-1]
+		if l := pcs.idle; len(l) > 0 {
+			pc, pcs.idle = l[len(l)-1], l[:len(l)-1]
+		} else if pcs.open >= maxPeerOpen {
+			freed := pcs.freed
+			p.mu.Unlock()
+			select {
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return nil, errDial
+			}
+		} else {
+			pcs.open++
 		}
 		p.mu.Unlock()
 		if pc == nil {
@@ -425,25 +632,41 @@ func (p *peerClient) get(ctx context.Context, addr string) (*peerConn, error) {
 		if errors.As(err, &ne) && ne.Timeout() {
 			return pc, nil
 		}
-		pc.c.Close() // closed by the peer, or it sent what nobody asked for
+		p.discard(addr, pc) // closed by the peer, or it sent what nobody asked for
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	c, err := p.dial(dctx, addr, muxPeer)
 	if err != nil {
+		p.mu.Lock()
+		p.of(addr).gone(1)
+		p.mu.Unlock()
 		return nil, errDial
 	}
 	return &peerConn{c: c, br: bufio.NewReaderSize(c, 64<<10), bw: bufio.NewWriterSize(c, 64<<10)}, nil
 }
 
+// put gives back a connection that answered.
 func (p *peerClient) put(addr string, pc *peerConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.idle[addr]) >= maxIdle {
+	pcs := p.of(addr)
+	if p.closed || len(pcs.idle) >= maxIdle {
 		pc.c.Close()
+		pcs.gone(1)
 		return
 	}
-	p.idle[addr] = append(p.idle[addr], pc)
+	pcs.idle = append(pcs.idle, pc)
+	close(pcs.freed)
+	pcs.freed = make(chan struct{})
+}
+
+// discard closes a connection taken from addr.
+func (p *peerClient) discard(addr string, pc *peerConn) {
+	pc.c.Close()
+	p.mu.Lock()
+	p.of(addr).gone(1)
+	p.mu.Unlock()
 }
 
 // call sends one request and waits for its answer until ctx ends. It
@@ -459,11 +682,11 @@ func (p *peerClient) call(ctx context.Context, addr string, typ byte, payload []
 	var status byte
 	var out []byte
 	if err == nil {
-		status, out, err = readFrame(pc.br)
+		status, out, err = readFrame(pc.br, anyFrame)
 	}
 	stopped := stop()
 	if err != nil {
-		pc.c.Close()
+		p.discard(addr, pc)
 		// The peer's other idle connections are likely as dead as this one
 		// (a partition drops packets without closing anything): dial
 		// afresh next time instead of finding out one timeout at a time.
@@ -476,7 +699,7 @@ func (p *peerClient) call(ctx context.Context, addr string, typ byte, payload []
 	if stopped {
 		p.put(addr, pc)
 	} else {
-		pc.c.Close() // its deadline was cut short
+		p.discard(addr, pc) // its deadline was cut short
 	}
 	if status != respOK {
 		return nil, decodeErr(out)
@@ -487,8 +710,12 @@ func (p *peerClient) call(ctx context.Context, addr string, typ byte, payload []
 // drop closes the idle connections to addr.
 func (p *peerClient) drop(addr string) {
 	p.mu.Lock()
-	l := p.idle[addr]
-	delete(p.idle, addr)
+	pcs := p.of(addr)
+	l := pcs.idle
+	pcs.idle = nil
+	if len(l) > 0 {
+		pcs.gone(len(l))
+	}
 	p.mu.Unlock()
 	for _, pc := range l {
 		pc.c.Close()
@@ -499,10 +726,10 @@ func (p *peerClient) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	for _, l := range p.idle {
-		for _, pc := range l {
+	for _, pcs := range p.peers {
+		for _, pc := range pcs.idle {
 			pc.c.Close()
 		}
+		pcs.idle = nil
 	}
-	p.idle = nil
 }

@@ -41,9 +41,6 @@ const (
 	// for this long, so that a follower that can reach the leader but not
 	// the other way round cannot hold writes back lease after lease.
 	leaseBackoff = 5 * time.Second
-	// maxTellAhead bounds how far beyond its log a follower may be told
-	// entries are committed: far more than Raft keeps in flight to it.
-	maxTellAhead = 1 << 20
 )
 
 // holders is the leader's table of follower leases.
@@ -214,13 +211,30 @@ func (n *Node) tell(id string, index uint64) error {
 	return err
 }
 
-// Committed is, on a follower, the leader's word that
-// entries up to index are committed. Reads under a lease wait for them, so
-// an index far beyond this node's log is refused: it would hold every
-// such read until it timed out.
+// Committed is, on a follower, the leader's word that entries up to index
+// are committed. Reads under a lease wait for them, so it is taken only
+// for entries this node holds: the leader tells a follower of an entry it
+// committed without it (a quorum of others stored it) only just after
+// sending it, so an index beyond this node's log is waited for, for as long
+// as the lease the notice serves lasts, and then refused, never kept. A
+// notice of entries nobody sent (a damaged or hostile peer) would
+// otherwise hold every lease read until it timed out.
 func (n *Node) Committed(index uint64) error {
-	if index > n.raft.LastIndex()+maxTellAhead {
-		return errTellAhead
+	if index > n.raft.LastIndex() {
+		deadline := time.Now().Add(n.leaseTerm())
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for index > n.raft.LastIndex() {
+			if time.Now().After(deadline) {
+				n.noticeRefused.log(n.log, "refusing a commit notice beyond this node's log", "index", index, "last_log_index", n.raft.LastIndex())
+				return errTellAhead
+			}
+			select {
+			case <-t.C:
+			case <-n.stop:
+				return errTellAhead
+			}
+		}
 	}
 	for {
 		old := n.told.Load()
@@ -228,6 +242,19 @@ func (n *Node) Committed(index uint64) error {
 			return nil
 		}
 	}
+}
+
+// committedFrom is a commit notice from peer from (the id it gave when it
+// authenticated, "" without the secret's handshake): only the leader this
+// node follows tells it what is committed.
+func (n *Node) committedFrom(from string, index uint64) error {
+	if from != "" {
+		if leader, _ := n.leaderRaft(); leader != from {
+			n.noticeRefused.log(n.log, "refusing a commit notice from a node that is not the leader", "from", from, "leader", leader, "index", index)
+			return errNotLeader
+		}
+	}
+	return n.Committed(index)
 }
 
 // Lease is, on the leader, follower id's request for a read lease. It

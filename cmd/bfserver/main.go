@@ -56,6 +56,7 @@ type config struct {
 	tlsCA          string
 	tlsAuthClients string
 	tlsCluster     bool
+	cluster        clusterAuth
 	users          userFlags
 	aclFile        string
 	requirePass    string
@@ -112,7 +113,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.tlsCA, "tls-ca-cert-file", "", "CA that signs client and peer certificates (PEM)")
 	c.tlsAuthClients = "yes"
 	fs.Var(choiceValue{&c.tlsAuthClients, []string{"yes", "no", "optional"}}, "tls-auth-clients", "require client certificates: yes, no or optional (needs --tls-ca-cert-file)")
-	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS on the Raft port (Raft and the peer protocol); only nodes with a certificate from the CA may join")
+	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "mutual TLS on the Raft port (Raft and the peer protocol): only nodes with a certificate from the cluster's CA, carrying an allowed name, take part")
+	addClusterFlags(fs, &c.cluster)
 	fs.BoolVar(&c.protected, "protected-mode", true, "with no password, refuse clients that are not on loopback")
 	fs.Var(&c.users, "user", `an ACL user, as in Redis: "name on >password ~app:* +@read +@bloom" (repeatable); written into the replicated user table at start if the table lacks it`)
 	fs.StringVar(&c.aclFile, "aclfile", "", "Redis's ACL file: ACL LOAD replaces the users by its own, ACL SAVE writes them to it; at start its users are written into the user table if the table lacks them")
@@ -168,6 +170,9 @@ func parseFlags(args []string) (*config, error) {
 		}
 		c.configFile = abs
 	}
+	if err := c.cluster.resolve(); err != nil {
+		return nil, c.set.blame(err)
+	}
 	if c.maxQueryBuffer > 1<<40 || c.maxBulk > c.maxQueryBuffer {
 		return nil, c.set.blame(fmt.Errorf("proto-max-bulk-len %d must be at most client-query-buffer-limit %d", c.maxBulk, c.maxQueryBuffer))
 	}
@@ -177,45 +182,45 @@ func parseFlags(args []string) (*config, error) {
 // tlsConfigs builds the client-facing TLS config and, with --tls-cluster,
 // the mutual-TLS configs between nodes. TLS 1.2 is the minimum.
 func tlsConfigs(c *config) (*tls.Config, *replication.TLS, error) {
-	if c.tlsCert == "" && c.tlsKey == "" {
-		if c.tlsCluster {
-			return nil, nil, fmt.Errorf("tls-cluster needs tls-cert-file, tls-key-file and tls-ca-cert-file")
-		}
-		return nil, nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
-	}
-	server := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	var server *tls.Config
 	var pool *x509.CertPool
-	if c.tlsCA != "" {
-		pem, err := os.ReadFile(c.tlsCA)
+	if c.tlsCert != "" || c.tlsKey != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tls-ca-cert-file: %w", err)
+			return nil, nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
 		}
-		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("tls-ca-cert-file: %s holds no certificate", c.tlsCA)
-		}
-		server.ClientCAs = pool
-		switch c.tlsAuthClients {
-		case "yes":
-			server.ClientAuth = tls.RequireAndVerifyClientCert
-		case "optional":
-			server.ClientAuth = tls.VerifyClientCertIfGiven
+		server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if c.tlsCA != "" {
+			if pool, err = loadPool("tls-ca-cert-file", c.tlsCA); err != nil {
+				return nil, nil, err
+			}
+			server.ClientCAs = pool
+			switch c.tlsAuthClients {
+			case "yes":
+				server.ClientAuth = tls.RequireAndVerifyClientCert
+			case "optional":
+				server.ClientAuth = tls.VerifyClientCertIfGiven
+			}
 		}
 	}
 	if !c.tlsCluster {
 		return server, nil, nil
 	}
-	if pool == nil {
-		return nil, nil, fmt.Errorf("tls-cluster needs tls-ca-cert-file")
+	peer, err := c.cluster.tls(server, pool)
+	return server, peer, err
+}
+
+// loadPool reads a PEM file of CA certificates; setting names it.
+func loadPool(setting, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", setting, err)
 	}
-	peerServer := server.Clone()
-	peerServer.ClientAuth = tls.RequireAndVerifyClientCert
-	peerClient := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return server, &replication.TLS{Server: peerServer, Client: peerClient}, nil
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: %s holds no certificate", setting, path)
+	}
+	return pool, nil
 }
 
 // userFlags collects repeated --user flags.
@@ -293,7 +298,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		nodeOpts := replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RaftAdvertise: c.raftAdvertise, RESPAddr: c.advertise, DataDir: c.dataDir,
 			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
-			TLS: clusterTLS, SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
+			TLS: clusterTLS, ClusterSecret: c.cluster.secretBytes, SecretTransition: c.cluster.transition, InsecurePeers: c.cluster.insecure,
+			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
 			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease, NoImageBase: !c.imageBase,
 		}
@@ -301,6 +307,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			nodeOpts.Joiner = &joiner{password: c.requirePass, tls: serverTLS, log: logger}
 		}
 		if err := nodeOpts.Validate(); err != nil {
+			if errors.Is(err, replication.ErrNoPeerAuth) {
+				err = fmt.Errorf("%w: set cluster-secret (or cluster-secret-file) to a secret every node shares, or tls-cluster; "+
+					"cluster-insecure lets any host that reaches the Raft port in, for a network where every host is trusted (docs/OPERATIONS.md, Security)", err)
+			}
 			return fail(c.set.blame(err))
 		}
 		if node, err = replication.Open(nodeOpts); err != nil {
