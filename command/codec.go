@@ -290,29 +290,40 @@ type reader struct {
 }
 
 // list reads a list of items or keys: an empty element is present, not nil.
+// A count beyond a command's limit (MaxItems) is corrupt, and memory grows
+// with the elements that decode, never with the count an entry claims: a
+// damaged or hostile entry costs at most the element headers of its own
+// bytes (24 bytes per byte at worst, for empty elements).
 func (r *reader) list() [][]byte {
 	n := r.Count()
 	if n == 0 {
 		return nil
 	}
+	if n > MaxItems {
+		r.Bad = true
+		return nil
+	}
 	var l [][]byte
-	from := 0
 	if r.lists != nil {
-		from = len(*r.lists)
-		*r.lists = slices.Grow(*r.lists, n)
-		l = (*r.lists)[from : from+n : from+n]
-		*r.lists = (*r.lists)[:from+n]
-	} else {
-		l = make([][]byte, n)
+		l = *r.lists
 	}
-	for i := range l {
-		l[i] = r.Bytes()
-		if l[i] == nil {
-			l[i] = []byte{}
+	from := len(l)
+	l = slices.Grow(l, min(n, listStep))
+	for i := 0; i < n && !r.Bad; i++ {
+		v := r.Bytes()
+		if v == nil {
+			v = []byte{}
 		}
+		l = append(l, v)
 	}
-	return l
+	if r.lists != nil {
+		*r.lists = l
+	}
+	return l[from:len(l):len(l)]
 }
+
+// listStep is the most list elements decoded ahead of their bytes.
+const listStep = 4096
 
 func (r *reader) small(max uint64) uint64 {
 	v := r.Uvarint()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -190,6 +191,9 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{})
 	var d Decoder
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, most := allocated(func() { DecodeBatch(b) }), decodeBudget(len(b)); got > most {
+			t.Fatalf("decoding %d bytes allocated %d, over its budget of %d", len(b), got, most)
+		}
 		cmds, err := DecodeBatch(b)
 		reused, rerr := d.Decode(b)
 		if (err == nil) != (rerr == nil) {
@@ -230,6 +234,49 @@ func TestEncoderSizeAfterLargeEntry(t *testing.T) {
 		e.Add(&Cmd{Op: BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("x")}})
 		if b := e.Entry(); cap(b) > 4<<10 {
 			t.Fatalf("entry %d after a 200 KiB one: len %d, cap %d", i, len(b), cap(b))
+		}
+	}
+}
+
+// decodeBudget is the most an entry of n bytes may cost to decode: a
+// command (208 bytes and its pointer) for every two bytes at worst, or a
+// list element's header (24 bytes) for every byte, plus a little.
+func decodeBudget(n int) uint64 { return 128*uint64(n) + 1<<20 }
+
+// allocated is the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeBoundedByBytes: an entry claiming far more list elements than
+// it holds, or more than a command may have, is refused having allocated
+// about its own size, not its claims (a 64 MiB peer frame whose lists each
+// claimed an element per byte allocated 1.5 GiB before the list decoded).
+func TestDecodeBoundedByBytes(t *testing.T) {
+	entry := func(claim uint64, elements []byte) []byte {
+		b := []byte{version2, 1, byte(BFAdd)}
+		b = binary.AppendUvarint(b, fKey|fItems)
+		b = append(b, 1, 'k')
+		b = binary.AppendUvarint(b, claim)
+		return append(b, elements...)
+	}
+	// The first element claims more bytes than there are.
+	lying := append(binary.AppendUvarint(nil, 16<<20), make([]byte, 8<<20)...)
+	for name, b := range map[string][]byte{
+		"more elements than a command may have": entry(MaxItems+1, make([]byte, MaxItems+1)),
+		"an element per byte, none of them whole": entry(4<<20, lying),
+	} {
+		var err error
+		got := allocated(func() { _, err = DecodeBatch(b) })
+		if err == nil {
+			t.Fatalf("%s: decoded", name)
+		}
+		if most := uint64(1 << 20); got > most {
+			t.Fatalf("%s: refusing it allocated %d bytes, over %d", name, got, most)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -97,6 +98,15 @@ func TestResultsRoundTrip(t *testing.T) {
 func FuzzDecodeResults(f *testing.F) {
 	f.Add(EncodeResults([]Result{{Ints: []int64{1}}, {Err: ErrNotFound}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		DecodeResults(b)
+		runtime.ReadMemStats(&after)
+		// A Result (under 200 bytes) for every 7 bytes, an integer for
+		// every byte, or a list element's header for every byte, at worst.
+		if got, most := after.TotalAlloc-before.TotalAlloc, 32*uint64(len(b))+1<<20; got > most {
+			t.Fatalf("decoding %d bytes of results allocated %d, over %d", len(b), got, most)
+		}
 		if rs, err := DecodeResults(b); err == nil {
 			if _, err := DecodeResults(EncodeResults(rs)); err != nil {
 				t.Fatal(err)

@@ -18,6 +18,15 @@ func errorCode(err error) uint64 {
 	return 0
 }
 
+// minResultBytes is the shortest encoding of one result: its two error
+// codes, integer, count of integers, flags, bytes and count of list
+// elements, a byte each. decodeStep is the most elements decoded ahead of
+// their bytes.
+const (
+	minResultBytes = 7
+	decodeStep     = 4096
+)
+
 // ErrBadResults: an encoded result list does not decode.
 var ErrBadResults = errors.New("keyspace: corrupt results")
 
@@ -91,14 +100,21 @@ func (d *decoder) err() error {
 // DecodeResults reverses EncodeResults.
 func DecodeResults(b []byte) ([]Result, error) {
 	d := &decoder{wire.Reader{B: b}}
-	out := make([]Result, d.Count())
-	for i := range out {
+	// Memory grows with what decodes, never with the counts the bytes
+	// claim: a peer's answer costs at most a small multiple of its size.
+	n := d.Count()
+	if n > len(d.B)/minResultBytes {
+		return nil, ErrBadResults
+	}
+	out := make([]Result, 0, min(n, decodeStep))
+	for i := 0; i < n && !d.Bad; i++ {
+		out = append(out, Result{})
 		r := &out[i]
 		r.Err, r.Tail, r.Int = d.err(), d.err(), d.Varint()
 		if n := d.Count(); n > 0 {
-			r.Ints = make([]int64, n)
-			for j := range r.Ints {
-				r.Ints[j] = d.Varint()
+			r.Ints = make([]int64, 0, min(n, decodeStep))
+			for j := 0; j < n && !d.Bad; j++ {
+				r.Ints = append(r.Ints, d.Varint())
 			}
 		}
 		flags := d.Byte()
@@ -108,11 +124,13 @@ func DecodeResults(b []byte) ([]Result, error) {
 			r.Bytes = []byte{}
 		}
 		if n := d.Count(); n > 0 {
-			r.List = make([][]byte, n)
-			for j := range r.List {
-				if r.List[j] = d.Bytes(); r.List[j] == nil {
-					r.List[j] = []byte{}
+			r.List = make([][]byte, 0, min(n, decodeStep))
+			for j := 0; j < n && !d.Bad; j++ {
+				v := d.Bytes()
+				if v == nil {
+					v = []byte{}
 				}
+				r.List = append(r.List, v)
 			}
 		}
 		if flags&4 != 0 {

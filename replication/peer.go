@@ -479,59 +479,80 @@ func (n *Node) servePeer(c net.Conn, from string) {
 	}
 }
 
-func (n *Node) handlePeer(typ byte, p []byte, from string) ([]byte, error) {
-	ctx, cancel := n.stopContext()
-	defer cancel()
+// peerRequest is a request as decoded from its frame.
+type peerRequest struct {
+	typ   byte
+	batch []byte // forward: the encoded batch, decoded and validated by Forward
+	index uint64 // committed
+	// id: lease, join and remove; the addresses: join.
+	id, raftAddr, respAddr string
+}
+
+// decodeRequest reads a request's payload; anything else in it is an
+// error.
+func decodeRequest(typ byte, p []byte) (peerRequest, error) {
+	q := peerRequest{typ: typ}
 	r := wire.Reader{B: p}
 	switch typ {
 	case reqForward:
-		idx, results, err := n.Forward(ctx, p)
+		q.batch, r.B = p, nil
+	case reqReadIndex:
+	case reqLease:
+		q.id = string(r.Bytes())
+	case reqCommitted:
+		q.index = r.Uvarint()
+	case reqJoin:
+		q.id, q.raftAddr, q.respAddr = string(r.Bytes()), string(r.Bytes()), string(r.Bytes())
+		r.Bad = r.Bad || q.raftAddr == ""
+	case reqRemove:
+		q.id = string(r.Bytes())
+	default:
+		return q, errBadFrame
+	}
+	if r.Bad || len(r.B) != 0 || (typ == reqJoin || typ == reqRemove) && q.id == "" {
+		return q, errBadFrame
+	}
+	return q, nil
+}
+
+// handlePeer serves one request from peer from.
+func (n *Node) handlePeer(typ byte, p []byte, from string) ([]byte, error) {
+	q, err := decodeRequest(typ, p)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := n.stopContext()
+	defer cancel()
+	switch q.typ {
+	case reqForward:
+		idx, results, err := n.Forward(ctx, q.batch)
 		if err != nil {
 			return nil, err
 		}
 		return wire.AppendBytes(binary.AppendUvarint(nil, idx), results), nil
-	case reqReadIndex:
-		ctx, cancel := context.WithTimeout(ctx, n.opts.WriteTimeout)
-		defer cancel()
-		idx, err := n.ReadIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return binary.AppendUvarint(nil, idx), nil
 	case reqLease:
-		id := string(r.Bytes())
-		if r.Bad {
-			return nil, errBadFrame
-		}
-		d, idx, err := n.Lease(id)
+		d, idx, err := n.Lease(q.id)
 		if err != nil {
 			return nil, err
 		}
 		return binary.AppendUvarint(binary.AppendUvarint(nil, uint64(d.Microseconds())), idx), nil
 	case reqCommitted:
-		idx := r.Uvarint()
-		if r.Bad {
-			return nil, errBadFrame
-		}
-		return nil, n.committedFrom(from, idx)
-	case reqJoin:
-		id, raftAddr, respAddr := string(r.Bytes()), string(r.Bytes()), string(r.Bytes())
-		if r.Bad || id == "" || raftAddr == "" {
-			return nil, errBadFrame
-		}
-		ctx, cancel := context.WithTimeout(ctx, n.opts.WriteTimeout)
-		defer cancel()
-		return nil, n.Join(ctx, id, raftAddr, respAddr)
-	case reqRemove:
-		id := string(r.Bytes())
-		if r.Bad || id == "" {
-			return nil, errBadFrame
-		}
-		ctx, cancel := context.WithTimeout(ctx, n.opts.WriteTimeout)
-		defer cancel()
-		return nil, n.Remove(ctx, id)
+		return nil, n.committedFrom(from, q.index)
 	}
-	return nil, errBadFrame
+	ctx, cancel = context.WithTimeout(ctx, n.opts.WriteTimeout)
+	defer cancel()
+	switch q.typ {
+	case reqReadIndex:
+		idx, err := n.ReadIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return binary.AppendUvarint(nil, idx), nil
+	case reqJoin:
+		return nil, n.Join(ctx, q.id, q.raftAddr, q.respAddr)
+	default: // reqRemove
+		return nil, n.Remove(ctx, q.id)
+	}
 }
 
 // ---- client ----
