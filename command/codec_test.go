@@ -267,7 +267,7 @@ func TestDecodeBoundedByBytes(t *testing.T) {
 	// The first element claims more bytes than there are.
 	lying := append(binary.AppendUvarint(nil, 16<<20), make([]byte, 8<<20)...)
 	for name, b := range map[string][]byte{
-		"more elements than a command may have": entry(MaxItems+1, make([]byte, MaxItems+1)),
+		"more elements than a command may have":   entry(MaxItems+1, make([]byte, MaxItems+1)),
 		"an element per byte, none of them whole": entry(4<<20, lying),
 	} {
 		var err error
