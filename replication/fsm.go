@@ -208,6 +208,10 @@ func (f *fsm) apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || f.halt.Load() != nil {
 		return nil // after a halt nothing applies, and applied stays put
 	}
+	if err := checkEntry(l); err != nil {
+		f.stop(l.Index, err)
+		return nil
+	}
 	if l.Index <= f.persisted {
 		if l.Index > f.applied.Load() {
 			f.changed.Store(l.Index)
@@ -266,6 +270,8 @@ func (f *fsm) stop(index uint64, cause error) {
 	var uo *unknownOpError
 	var err error
 	switch {
+	case errors.Is(cause, errDamaged):
+		err = damagedLog(index, cause)
 	case errors.As(cause, &lv):
 		err = fmt.Errorf("log entry %d needs command level %d, and this bfserver knows levels up to %d: "+
 			"upgrade this node to a bfserver that knows level %d; nothing from entry %d on was applied",

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -37,7 +38,10 @@ func (s *loggedStore) StoreLogs(l []*raft.Log) error {
 	s.begin()
 	defer s.end()
 	err := s.LogStore.StoreLogs(l)
-	s.disk.report(faultLog, err)
+	var damaged *damagedError
+	if !errors.As(err, &damaged) { // an entry damaged on its way is the sender's, not this disk's
+		s.disk.report(faultLog, err)
+	}
 	return err
 }
 

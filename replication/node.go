@@ -484,22 +484,32 @@ func (n *Node) startRaft() error {
 	if err != nil {
 		return err
 	}
+	// Every entry read back is checked (logcheck.go); a damaged one halts
+	// the state machine there.
+	checked := &checkedStore{LogStore: n.logs, damaged: n.fsm.stop}
 	// A lone voter need not wait for its own election to serve what it
 	// holds (fsm.replayTail).
-	sole, err := n.fsm.replayTail(n.logs, o.NodeID)
+	sole, err := n.fsm.replayTail(checked, o.NodeID)
 	if err != nil {
+		return err
+	}
+	if err := n.HaltErr(); err != nil {
 		return err
 	}
 	if sole {
 		n.voters.Store(1)
 		n.soleStart.Store(true)
 	}
-	var logs raft.LogStore = n.logs
+	var logs raft.LogStore = checked
 	if o.wrapLog != nil {
 		logs = o.wrapLog(logs)
 	}
 	n.logged = newLoggedStore(logs, &n.disk)
 	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, n.trans); err != nil {
+		return err
+	}
+	if err := n.HaltErr(); err != nil { // Raft read a damaged entry as it started
+		n.raft.Shutdown()
 		return err
 	}
 	if !existing && o.Join == "" {
