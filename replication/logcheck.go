@@ -123,7 +123,9 @@ type damagedError struct {
 	err   error
 }
 
-func (e *damagedError) Error() string { return fmt.Sprintf("log entry %d sent by the leader: %v", e.index, e.err) }
+func (e *damagedError) Error() string {
+	return fmt.Sprintf("log entry %d sent by the leader: %v", e.index, e.err)
+}
 func (e *damagedError) Unwrap() error { return e.err }
 
 // damagedLog is the error a node stops with at a damaged entry.
