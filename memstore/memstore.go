@@ -6,6 +6,7 @@ package memstore
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -38,7 +39,7 @@ func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result
 }
 
 // Barrier is immediate: there is no log to wait for.
-func (s *Store) Barrier(context.Context, bool) error { return nil }
+func (s *Store) Barrier(context.Context, bool) (time.Time, error) { return time.Time{}, nil }
 
 // State is the keyspace.
 func (s *Store) State() *keyspace.Keyspace { return s.ks }

@@ -41,7 +41,7 @@ func TestNoReadBeforeReadiness(t *testing.T) {
 	if err != nil || res[0].Ints[0] != 1 {
 		t.Fatalf("write: %v %+v", err, res)
 	}
-	if err := n.Barrier(ctx, false); err != nil {
+	if _, err := n.Barrier(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	if r := n.State().Read(&command.Cmd{Op: command.BFExists, Key: []byte("k"), Items: [][]byte{[]byte("x")}}); r.Ints[0] != 1 {
@@ -66,7 +66,7 @@ func TestCommittedOutOfRange(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Barrier(ctx, false); err != nil {
+	if _, err := n.Barrier(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	last := n.raft.LastIndex()
@@ -129,7 +129,7 @@ func TestReadIndexSkipsEmptyEntries(t *testing.T) {
 	defer n.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Barrier(ctx, false); err != nil { // waits for leadership
+	if _, err := n.Barrier(ctx, false); err != nil { // waits for leadership
 		t.Fatal(err)
 	}
 	add := &command.Cmd{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 20}
@@ -214,7 +214,7 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if err := n.Barrier(ctx, false); err != nil {
+	if _, err := n.Barrier(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	if n.IsLeader() {

@@ -11,9 +11,16 @@ import (
 
 // leaderReads: the only voter, or a leader holding a lease, leading and
 // ready, knows its commit index is current: no round to share, so no
-// hand-off to the coalescer's goroutine.
-func (n *Node) leaderReads() bool {
-	return n.IsLeader() && n.readyGen.Load() == n.leaderGen.Load() && (n.voters.Load() == 1 || n.leaseHeld())
+// hand-off to the coalescer's goroutine. until is when the lease ends
+// (zero for the only voter, which needs none).
+func (n *Node) leaderReads() (until time.Time, ok bool) {
+	if !n.IsLeader() || n.readyGen.Load() != n.leaderGen.Load() {
+		return time.Time{}, false
+	}
+	if n.voters.Load() == 1 {
+		return time.Time{}, true
+	}
+	return n.leaseUntil()
 }
 
 // soleReads: started as the only voter, its whole log applied, and no
@@ -25,56 +32,66 @@ func (n *Node) soleReads() bool {
 
 // ReadNow reports whether Barrier would return at once without waiting:
 // a leader's read with everything it must see applied, or a lone voter's
-// at start. The client side asks first, and builds a timeout for Barrier
-// only when it is false (per batch of pipelined reads, the timer was 4%
-// of the server's CPU).
-func (n *Node) ReadNow() bool {
-	if n.leaderReads() {
-		return n.fsm.applied.Load() >= n.fsm.readIndex(n.raft.CommitIndex())
+// at start; and until when, as Barrier does. The client side asks first,
+// and builds a timeout for Barrier only when it is false (per batch of
+// pipelined reads, the timer was 4% of the server's CPU).
+func (n *Node) ReadNow() (until time.Time, ok bool) {
+	if until, ok := n.leaderReads(); ok {
+		if n.fsm.applied.Load() >= n.fsm.readIndex(n.raft.CommitIndex()) {
+			failpoint("lease-read")
+			return until, true
+		}
+		return time.Time{}, false
 	}
-	return n.soleReads()
+	return time.Time{}, n.soleReads()
 }
 
 // Barrier implements resp.Backend: a linearizable read waits until this
-// node has applied everything committed before it was asked.
-func (n *Node) Barrier(ctx context.Context, stale bool) error {
+// node has applied everything committed before it was asked. until is when
+// the lease the read rests on ends, zero when it rests on none (a round
+// confirmed it, or this node is the only voter): a read served under a
+// lease is answered only if the lease still holds once the read is done,
+// and is served again otherwise (docs/CONSISTENCY.md).
+func (n *Node) Barrier(ctx context.Context, stale bool) (until time.Time, err error) {
 	if stale {
-		return nil
+		return time.Time{}, nil
 	}
-	if n.leaderReads() {
+	if until, ok := n.leaderReads(); ok {
 		if err := n.fsm.waitApplied(ctx, n.fsm.readIndex(n.raft.CommitIndex())); err != nil {
-			return command.ErrReadTimeout
+			return time.Time{}, command.ErrReadTimeout
 		}
-		return nil
+		failpoint("lease-read")
+		return until, nil
 	}
 	if n.soleReads() {
-		return nil
+		return time.Time{}, nil
 	}
 	if n.followerLeases() {
-		if ok, err := n.localRead(ctx); ok {
+		if until, ok, err := n.localRead(ctx); ok {
 			if err != nil {
-				return command.ErrReadTimeout
+				return time.Time{}, command.ErrReadTimeout
 			}
-			return nil
+			failpoint("lease-read")
+			return until, nil
 		}
 	}
 	for {
 		idx, err := n.reads.do(ctx)
 		if err == nil {
 			if err := n.fsm.waitApplied(ctx, idx); err != nil {
-				return command.ErrReadTimeout
+				return time.Time{}, command.ErrReadTimeout
 			}
-			return nil
+			return time.Time{}, nil
 		}
 		if ctx.Err() != nil {
-			return command.ErrReadTimeout
+			return time.Time{}, command.ErrReadTimeout
 		}
 		if !errors.Is(err, command.ErrNoLeader) {
-			return err
+			return time.Time{}, err
 		}
 		// An election may be under way: wait for a leader, briefly.
 		if err := n.waitLeaderChange(ctx); err != nil {
-			return command.ErrNoLeader
+			return time.Time{}, command.ErrNoLeader
 		}
 	}
 }
@@ -121,7 +138,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, command.ErrNoLeader
 	}
 	idx := n.fsm.readIndex(n.raft.CommitIndex())
-	if n.voters.Load() == 1 || n.leaseHeld() {
+	if _, held := n.leaseUntil(); n.voters.Load() == 1 || held {
 		return idx, nil
 	}
 	if err := n.confirmLeader(); err != nil {
@@ -137,22 +154,28 @@ type lease struct {
 	until time.Time
 }
 
-// leaseHeld reports whether this leader's lease is valid now, and renews
-// it in the background once half of it is gone, so that steady reads
-// never wait for a round.
-func (n *Node) leaseHeld() bool {
+// leaseUntil reports whether this leader's lease is valid now, and until
+// when; it renews the lease in the background once half of it is gone,
+// so that steady reads never wait for a round.
+func (n *Node) leaseUntil() (time.Time, bool) {
 	l := n.lease.Load()
 	if l == nil || l.gen != n.leaderGen.Load() {
-		return false
+		return time.Time{}, false
 	}
 	left := time.Until(l.until)
 	if left <= 0 {
-		return false
+		return time.Time{}, false
 	}
 	if left < n.leaseTerm()/2 {
 		n.renewLease()
 	}
-	return true
+	return l.until, true
+}
+
+// leaseHeld reports whether this leader's lease is valid now.
+func (n *Node) leaseHeld() bool {
+	_, ok := n.leaseUntil()
+	return ok
 }
 
 func (n *Node) leaseTerm() time.Duration { return n.opts.HeartbeatTimeout / 2 }

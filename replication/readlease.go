@@ -306,8 +306,9 @@ func (n *Node) holdsLease() bool {
 }
 
 // localRead serves a linearizable read on a follower from its lease, if it
-// holds one; ok is false when the read must take a read-index round.
-func (n *Node) localRead(ctx context.Context) (ok bool, err error) {
+// holds one, until it ends; ok is false when the read must take a
+// read-index round.
+func (n *Node) localRead(ctx context.Context) (until time.Time, ok bool, err error) {
 	now := time.Now()
 	if last := n.lastRead.Load(); now.UnixNano()-last > int64(10*time.Millisecond) {
 		n.lastRead.Store(now.UnixNano())
@@ -320,9 +321,9 @@ func (n *Node) localRead(ctx context.Context) (ok bool, err error) {
 	}
 	l := n.flease.Load()
 	if l == nil || !now.Before(l.until) {
-		return false, nil
+		return time.Time{}, false, nil
 	}
-	return true, n.fsm.waitApplied(ctx, max(l.need, n.told.Load()))
+	return l.until, true, n.fsm.waitApplied(ctx, max(l.need, n.told.Load()))
 }
 
 // leaseLoop runs on every node: as a follower serving linearizable reads

@@ -76,7 +76,7 @@ func TestSnapshotWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if err := n.Barrier(ctx, false); err != nil {
+	if _, err := n.Barrier(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	v := n.State().Lookup(0, []byte("k"), 0)

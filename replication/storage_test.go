@@ -111,7 +111,7 @@ func TestStorageFaults(t *testing.T) {
 	if ok, why := n.Ready(); ok || !strings.Contains(why, "the image") {
 		t.Fatalf("ready %v (%s) while the image fails", ok, why)
 	}
-	if err := n.Barrier(ctx, false); err != nil {
+	if _, err := n.Barrier(ctx, false); err != nil {
 		t.Fatalf("read barrier while the image fails: %v", err)
 	}
 	if r := n.State().Read(&command.Cmd{Op: command.BFExists, Key: []byte(acked[0]), Items: [][]byte{[]byte(acked[0])}}); r.Ints[0] != 1 {
@@ -147,7 +147,7 @@ func TestStorageFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for err := n.Barrier(ctx, false); err != nil; err = n.Barrier(ctx, false) {
+	for _, err := n.Barrier(ctx, false); err != nil; _, err = n.Barrier(ctx, false) {
 		if ctx.Err() != nil {
 			t.Fatal(err) // a single voter elects itself within a few heartbeat timeouts
 		}

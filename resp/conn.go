@@ -130,7 +130,8 @@ func (s *session) checkAuth(cmd, user, pass []byte) bool {
 func (s *session) authBarrier() error {
 	ctx, cancel := context.WithTimeout(s.srv.ctx, min(s.srv.opts.ReadTimeout, authBarrierTimeout))
 	defer cancel()
-	return s.srv.backend.Barrier(ctx, false)
+	_, err := s.srv.backend.Barrier(ctx, false)
+	return err
 }
 
 const authBarrierTimeout = 2 * time.Second
@@ -359,13 +360,20 @@ func cmdExec(s *session, a [][]byte) {
 			results = results[1:]
 		}
 	} else if len(cmds) > 0 || watch != nil {
-		if err = s.readBarrier(); err == nil && watch != nil {
-			aborted, err = s.srv.backend.State().WatchMoved(watch)
-		}
-		if err == nil && !aborted {
-			for _, c := range cmds {
-				results = append(results, s.srv.backend.State().Read(c))
+		var rerr error
+		err = s.leasedRead(func() {
+			aborted, rerr, results = false, nil, results[:0]
+			if watch != nil {
+				aborted, rerr = s.srv.backend.State().WatchMoved(watch)
 			}
+			if rerr == nil && !aborted {
+				for _, c := range cmds {
+					results = append(results, s.srv.backend.State().Read(c))
+				}
+			}
+		})
+		if err == nil {
+			err = rerr
 		}
 	}
 	if err != nil {

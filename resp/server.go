@@ -24,7 +24,9 @@ type Backend interface {
 	Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error)
 	// Barrier returns once local state reflects every write acknowledged
 	// anywhere before the call (linearizable), or at once when stale.
-	Barrier(ctx context.Context, stale bool) error
+	// until, when not zero, is when the lease that promise rests on ends:
+	// a read is answered only if it still holds once the read is done.
+	Barrier(ctx context.Context, stale bool) (until time.Time, err error)
 	// State is the local keyspace that reads are served from.
 	State() *keyspace.Keyspace
 }
@@ -33,7 +35,7 @@ type Backend interface {
 // that a read need not wait (a leader with everything applied): the
 // session then builds no timeout for Barrier, once per batch of reads.
 type instantReader interface {
-	ReadNow() bool
+	ReadNow() (until time.Time, ok bool)
 }
 
 // Cluster is implemented by backends that replicate; the server uses it for

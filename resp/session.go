@@ -64,8 +64,10 @@ type session struct {
 	listArena [][]byte
 	lostBuf   bool
 	// barrierDone: a linearizable read barrier already covers every read
-	// in the batch of input being processed.
-	barrierDone bool
+	// in the batch of input being processed; until barrierUntil, when
+	// that is not zero (the lease it rests on: see leaseHeld).
+	barrierDone  bool
+	barrierUntil time.Time
 	// readCmd and readRes are reused by every read, so the read path
 	// allocates nothing per request.
 	readCmd command.Cmd
@@ -370,12 +372,11 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	}
 	s.flushPending()
 	from := len(s.w.buf)
-	if err := s.readBarrier(); err != nil {
+	if err := s.leasedRead(func() { s.srv.backend.State().ReadInto(c, &s.readRes) }); err != nil {
 		s.w.Error(wireError(err))
 		s.account(sp, args, from)
 		return
 	}
-	s.srv.backend.State().ReadInto(c, &s.readRes)
 	s.countLookups(c, &s.readRes)
 	if c.Op == command.BFExists || c.Op == command.CFExists {
 		for _, v := range s.readRes.Ints {
@@ -450,17 +451,52 @@ func (s *session) readBarrier() error {
 	if s.barrierDone || s.stale {
 		return nil
 	}
-	if r, ok := s.srv.backend.(instantReader); ok && r.ReadNow() {
-		s.barrierDone = true
-		return nil
+	if r, ok := s.srv.backend.(instantReader); ok {
+		if until, ok := r.ReadNow(); ok {
+			s.barrierDone, s.barrierUntil = true, until
+			return nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.opts.ReadTimeout)
 	defer cancel()
-	if err := s.srv.backend.Barrier(ctx, s.stale); err != nil {
+	until, err := s.srv.backend.Barrier(ctx, s.stale)
+	if err != nil {
 		return err
 	}
-	s.barrierDone = true
+	s.barrierDone, s.barrierUntil = true, until
 	return nil
+}
+
+// leaseHeld reports whether the lease the batch's barrier rests on, if
+// any, still holds.
+func (s *session) leaseHeld() bool {
+	return s.barrierUntil.IsZero() || time.Now().Before(s.barrierUntil)
+}
+
+// maxLeaseRetries bounds how often a read is served again because its
+// lease ended while it was served (a pause of the process, mostly): the
+// next barrier takes a round, which needs no lease.
+const maxLeaseRetries = 3
+
+// leasedRead runs read after the read barrier, and again after a new
+// barrier if the lease the barrier rested on ended meanwhile: a read under
+// a lease is answered only if the lease still holds after the read, so
+// that a pause between the barrier and the reply (a GC, a stopped VM)
+// cannot answer from a state a new leader has moved past.
+func (s *session) leasedRead(read func()) error {
+	for try := 0; ; try++ {
+		if err := s.readBarrier(); err != nil {
+			return err
+		}
+		read()
+		if s.leaseHeld() {
+			return nil
+		}
+		if try == maxLeaseRetries {
+			return command.ErrReadTimeout
+		}
+		s.barrierDone, s.barrierUntil = false, time.Time{}
+	}
 }
 
 func (s *session) renderResult(sp *spec, c *command.Cmd, r *keyspace.Result) {
@@ -505,7 +541,7 @@ func (s *session) flushPending() {
 		s.lostBuf = err != nil
 	}
 	// A write that this node applied is visible to its later reads.
-	s.barrierDone = err == nil
+	s.barrierDone, s.barrierUntil = err == nil, time.Time{}
 }
 
 // write sends commands to the backend as one unit. The RESERVEs among them
