@@ -53,6 +53,12 @@ type node struct {
 	retries int
 	// logs keeps the tail of the process's log (stderr).
 	logs *tailWriter
+	// bin, when set, is the binary to run instead of the default build
+	// (a failpoints build, say); env is added to the process's environment;
+	// wrap, when set, is a command the binary runs under (prlimit ...).
+	bin  string
+	env  []string
+	wrap []string
 }
 
 func freeAddr(t testing.TB) string {
@@ -77,7 +83,15 @@ func start(t testing.TB, args ...string) *node {
 func (n *node) launch() {
 	n.t.Helper()
 	args := append([]string{"--addr", n.addr, "--raft-addr", n.raftAddr, "--data-dir", n.dataDir}, n.args...)
-	n.cmd = exec.Command(binary, args...)
+	bin := binary
+	if n.bin != "" {
+		bin = n.bin
+	}
+	argv := append(append(append([]string{}, n.wrap...), bin), args...)
+	n.cmd = exec.Command(argv[0], argv[1:]...)
+	if len(n.env) > 0 {
+		n.cmd.Env = append(os.Environ(), n.env...)
+	}
 	// The log's tail is kept to explain a start that fails, quiet or not.
 	tail := &tailWriter{}
 	n.logs = tail
