@@ -43,6 +43,13 @@ var clusterAuthFlags = []string{"--cluster-secret", "--cluster-secret-file", "--
 
 func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node {
 	t.Helper()
+	return startClusterWith(t, ips, p, nil, args...)
+}
+
+// startClusterWith is startClusterTLS with setup called on each node
+// before it first starts (to choose its binary or environment).
+func startClusterWith(t *testing.T, ips []string, p *pki, setup func(i int, n *node), args ...string) []*node {
+	t.Helper()
 	if !slices.ContainsFunc(args, func(a string) bool { return slices.Contains(clusterAuthFlags, a) }) {
 		args = append([]string{"--cluster-secret", testSecret}, args...)
 	}
@@ -52,6 +59,9 @@ func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node
 		n.args = append([]string{"--node-id", fmt.Sprintf("n%d", i+1)}, args...)
 		if i > 0 {
 			n.args = append(n.args, "--join", nodes[0].addr)
+		}
+		if setup != nil {
+			setup(i, n)
 		}
 		n.launch()
 		nodes = append(nodes, n)

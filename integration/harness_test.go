@@ -21,6 +21,32 @@ import (
 
 var binary string
 
+// binDir holds the builds the tests run.
+var binDir string
+
+var (
+	fpOnce   sync.Once
+	fpBinary string
+	fpErr    error
+)
+
+// failpointBinary builds, once, bfserver with the failpoints tag: a test
+// can stop it at a named place (replication/failpoint_on.go).
+func failpointBinary(t testing.TB) string {
+	t.Helper()
+	fpOnce.Do(func() {
+		fpBinary = filepath.Join(binDir, "bfserver-failpoints")
+		out, err := exec.Command("go", "build", "-tags", "failpoints", "-o", fpBinary, "../cmd/bfserver").CombinedOutput()
+		if err != nil {
+			fpErr = fmt.Errorf("go build -tags failpoints: %v\n%s", err, out)
+		}
+	})
+	if fpErr != nil {
+		t.Fatal(fpErr)
+	}
+	return fpBinary
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bfserver-bin")
 	if err != nil {
@@ -33,6 +59,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build failed:", err)
 		os.Exit(1)
 	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
