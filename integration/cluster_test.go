@@ -391,7 +391,7 @@ func TestPartitionedLeader(t *testing.T) {
 	// The majority elects a new leader and accepts writes.
 	newLeader := leaderOf(t, others)
 	nc := newLeader.client(2)
-	if err := nc.Do(ctx(t), "BF.ADD", "scaling", "after-partition").Err(); err != nil {
+	if err := untilServed(t, nc, "BF.ADD", "scaling", "after-partition").Err(); err != nil {
 		t.Fatalf("majority refused a write: %v", err)
 	}
 	a.add("scaling", "after-partition")

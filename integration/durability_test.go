@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,7 +117,7 @@ func missing(t *testing.T, c *redis.Client, items map[string][]string) []string 
 			for _, it := range chunk {
 				args = append(args, it)
 			}
-			res, err := c.Do(ctx(t), args...).Slice()
+			res, err := untilServed(t, c, args...).Slice()
 			if err != nil {
 				t.Fatalf("%s: %v", op, err)
 			}
@@ -134,13 +135,31 @@ func digestsOf(t *testing.T, c *redis.Client) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, k := range loadKeys {
-		d, err := c.Do(ctx(t), "BF.DIGEST", k.key).Text()
+		d, err := untilServed(t, c, "BF.DIGEST", k.key).Text()
 		if err != nil {
 			t.Fatalf("BF.DIGEST %s: %v", k.key, err)
 		}
 		out[k.key] = d
 	}
 	return out
+}
+
+// untilServed sends a command until it is served or fails for a reason
+// other than the cluster's state: right after a failover or a partition
+// heals, a node may answer CLUSTERDOWN or TRYAGAIN until it knows the
+// leader again (for up to 30 s).
+func untilServed(t *testing.T, c *redis.Client, args ...any) *redis.Cmd {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cmd := c.Do(ctx(t), args...)
+		err := cmd.Err()
+		if err == nil || time.Now().After(deadline) ||
+			!(strings.HasPrefix(err.Error(), "CLUSTERDOWN") || strings.HasPrefix(err.Error(), "TRYAGAIN")) {
+			return cmd
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a known leader
+	}
 }
 
 func copyFile(t *testing.T, src, dst string) {
