@@ -79,13 +79,33 @@ var (
 // errIncomplete means more bytes are needed.
 var errIncomplete = errors.New("incomplete")
 
+// partial is how far parsing got into a multibulk command whose bytes are
+// not all there yet, so that the next read resumes there instead of
+// parsing the command again from its start (a 4.5 MiB BF.MADD arriving in
+// 64 KiB reads was parsed 72 times: CPU quadratic in the command's size).
+// Offsets count from the command's first byte, so they hold when the
+// session moves the command to the start of its buffer or grows it.
+type partial struct {
+	count int64 // arguments announced; 0 when no command is under way
+	pos   int   // where the next argument's header starts
+	spans []int // start and end of each whole argument so far
+}
+
+func (p *partial) reset() { p.count, p.pos, p.spans = 0, 0, p.spans[:0] }
+
 // parseCommand parses one command at the start of b. It returns the
 // arguments (aliasing b), the bytes consumed, and errIncomplete when b holds
 // only part of a command. Every length is checked against lim before it is
 // trusted, so no input makes it allocate more than the bytes it was given
 // plus len(args) headers bounded by MaxArgs. A nil args with n > 0 is an
 // empty command to skip (Redis ignores "*0" and blank inline lines).
-func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, int, error) {
+// p, when not nil, keeps the progress of an incomplete multibulk command
+// between calls: the caller passes the same p until the command completes
+// or fails, with the command still at the start of b and b only longer.
+func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) ([][]byte, int, error) {
+	if p != nil && p.count > 0 {
+		return p.resume(b, lim, auth, args)
+	}
 	if len(b) == 0 {
 		return nil, 0, errIncomplete
 	}
@@ -109,35 +129,76 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, in
 	// Each argument takes at least 4 bytes ("$0\r\n" + "\r\n" = 6); do not
 	// size args beyond what the buffer could hold yet.
 	args = args[:0]
+	first := pos
 	for i := int64(0); i < count; i++ {
-		if pos >= len(b) {
-			return nil, 0, errIncomplete
+		start, end, next, err := parseBulk(b, pos, lim, auth)
+		if err == errIncomplete && p != nil {
+			// The next call walks the arguments once more from the first,
+			// keeping where they are; from then on each call goes on
+			// from where the previous one stopped.
+			p.count, p.pos, p.spans = count, first, p.spans[:0]
 		}
-		if b[pos] != '$' {
-			return nil, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
-		}
-		line, next, err := readLine(b, pos+1, lim, errBigBulk)
 		if err != nil {
 			return nil, 0, err
 		}
-		n, ok := parseInt(line)
-		if !ok || n < 0 || n > lim.MaxBulk {
-			return nil, 0, errInvalidBulk
-		}
-		if !auth && n > preAuthMaxBulk {
-			return nil, 0, errUnauthBulk
-		}
-		if int64(len(b)-next) < n+2 {
-			return nil, 0, errIncomplete
-		}
-		end := next + int(n)
-		if b[end] != '\r' || b[end+1] != '\n' {
-			return nil, 0, &ProtocolError{"invalid bulk length"}
-		}
-		args = append(args, b[next:end:end])
-		pos = end + 2
+		args = append(args, b[start:end:end])
+		pos = next
 	}
 	return args, pos, nil
+}
+
+// resume goes on with the command p describes, at the start of b.
+func (p *partial) resume(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, int, error) {
+	pos := p.pos
+	for i := int64(len(p.spans) / 2); i < p.count; i++ {
+		start, end, next, err := parseBulk(b, pos, lim, auth)
+		if err == errIncomplete {
+			p.pos = pos
+			return nil, 0, err
+		}
+		if err != nil {
+			p.reset()
+			return nil, 0, err
+		}
+		p.spans = append(p.spans, start, end)
+		pos = next
+	}
+	args = args[:0]
+	for i := 0; i < len(p.spans); i += 2 {
+		args = append(args, b[p.spans[i]:p.spans[i+1]:p.spans[i+1]])
+	}
+	p.reset()
+	return args, pos, nil
+}
+
+// parseBulk reads the bulk string whose header starts at b[pos]: its
+// bytes are b[start:end], and next is where the following one starts.
+func parseBulk(b []byte, pos int, lim *Limits, auth bool) (start, end, next int, err error) {
+	if pos >= len(b) {
+		return 0, 0, 0, errIncomplete
+	}
+	if b[pos] != '$' {
+		return 0, 0, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
+	}
+	line, start, err := readLine(b, pos+1, lim, errBigBulk)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	n, ok := parseInt(line)
+	if !ok || n < 0 || n > lim.MaxBulk {
+		return 0, 0, 0, errInvalidBulk
+	}
+	if !auth && n > preAuthMaxBulk {
+		return 0, 0, 0, errUnauthBulk
+	}
+	if int64(len(b)-start) < n+2 {
+		return 0, 0, 0, errIncomplete
+	}
+	end = start + int(n)
+	if b[end] != '\r' || b[end+1] != '\n' {
+		return 0, 0, 0, &ProtocolError{"invalid bulk length"}
+	}
+	return start, end, end + 2, nil
 }
 
 // needed is how many bytes the multibulk command at the start of b takes,

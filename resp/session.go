@@ -68,6 +68,8 @@ type session struct {
 	// that is not zero (the lease it rests on: see leaseHeld).
 	barrierDone  bool
 	barrierUntil time.Time
+	// part is the progress of a command split across reads.
+	part partial
 	// readCmd and readRes are reused by every read, so the read path
 	// allocates nothing per request.
 	readCmd command.Cmd
@@ -160,7 +162,7 @@ func (s *session) loop() {
 		s.now = s.srv.opts.Now()
 		for !s.closing {
 			s.adm.qnow = len(buf) - pos
-			a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), args)
+			a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), args, &s.part)
 			if perr == errIncomplete {
 				break
 			}
