@@ -154,6 +154,11 @@ func TestWatchCluster(t *testing.T) {
 			case <-tick.C:
 			}
 			if err := lc.Do(cx, "BF.ADD", "card", "seed").Err(); err != nil {
+				// A leader change on a loaded machine refuses a touch
+				// (it changes nothing either way): the next one goes on.
+				if msg := err.Error(); strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "CLUSTERDOWN") {
+					continue
+				}
 				t.Errorf("touching writer: %v", err)
 				return
 			}
