@@ -464,6 +464,21 @@ func TestConfigSetRuntime(t *testing.T) {
 		{"CONFIG SET maxmemory-policy allkeys-lru", "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - bfserver never evicts filters (an evicted filter would answer false negatives): only noeviction is supported\r\n"},
 		{"CONFIG SET protected-mode no", "+OK\r\n"},
 		{"CONFIG GET protected-mode", "*2\r\n$14\r\nprotected-mode\r\n$2\r\nno\r\n"},
+		// hz and activedefrag as Redis 8.0 answers them (captured from
+		// the RedisBloom anchor; activedefrag yes from Debian's Redis 7,
+		// built without a defragmenting jemalloc, as bfserver is).
+		{"CONFIG SET hz 0", "+OK\r\n"},
+		{"CONFIG GET hz", "*2\r\n$2\r\nhz\r\n$1\r\n1\r\n"},
+		{"CONFIG SET hz 600", "+OK\r\n"},
+		{"CONFIG GET hz", "*2\r\n$2\r\nhz\r\n$3\r\n500\r\n"},
+		{"CONFIG SET hz -1", "-ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 0 and 2147483647 inclusive\r\n"},
+		{"CONFIG SET hz 2147483648", "-ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 0 and 2147483647 inclusive\r\n"},
+		{"CONFIG SET hz abc", "-ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer\r\n"},
+		{"CONFIG SET hz 100", "+OK\r\n"},
+		{"CONFIG SET activedefrag yes", "-ERR CONFIG SET failed (possibly related to argument 'activedefrag') - Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution\r\n"},
+		{"CONFIG SET activedefrag maybe", "-ERR CONFIG SET failed (possibly related to argument 'activedefrag') - argument must be 'yes' or 'no'\r\n"},
+		{"CONFIG SET activedefrag no", "+OK\r\n"},
+		{"CONFIG GET activedefrag", "*2\r\n$12\r\nactivedefrag\r\n$2\r\nno\r\n"},
 		{"CONFIG SET maxclients 2", "+OK\r\n"},
 	} {
 		if got := cl.run(t, strings.Fields(c.args)...); got != c.want {
@@ -481,6 +496,9 @@ func TestConfigSetRuntime(t *testing.T) {
 	line, _ := bufio.NewReader(third).ReadString('\n')
 	if line != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("a third client with maxclients 2: %q", line)
+	}
+	if got := infoField(t, cl, "server", "hz"); got != "100" {
+		t.Fatalf("INFO hz after CONFIG SET hz 100: %s", got)
 	}
 	if got := infoField(t, cl, "clients", "maxclients"); got != "2" {
 		t.Fatalf("INFO maxclients %s", got)

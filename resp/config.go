@@ -249,6 +249,30 @@ var serverParams = []serverParam{
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.opts.Limits.MaxBulk, 10) }},
 	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.opts.Limits.MaxQueryBuffer) }},
 	{name: "enable-debug-command", get: func(s *Server) string { return s.opts.EnableDebugCommand }},
+	{name: "hz", get: func(s *Server) string { return strconv.FormatInt(s.hz.Load(), 10) },
+		set: func(s *Server, v string) (func(), string) {
+			n, ok := parseLL([]byte(v))
+			if !ok {
+				return nil, "argument couldn't be parsed into an integer"
+			}
+			if n < 0 || n > math.MaxInt32 {
+				return nil, "argument must be between 0 and 2147483647 inclusive"
+			}
+			return func() { s.hz.Store(clampHz(n)) }, ""
+		}},
+	// Go's allocator has no active defragmentation: "yes" is refused as
+	// Redis refuses it when built without a defragmenting jemalloc.
+	{name: "activedefrag", get: func(*Server) string { return "no" },
+		set: func(s *Server, v string) (func(), string) {
+			on, ok := parseYesNo(v)
+			switch {
+			case !ok:
+				return nil, "argument must be 'yes' or 'no'"
+			case on:
+				return nil, "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution"
+			}
+			return func() {}, ""
+		}},
 	{name: "requirepass"}, // never shown, never set here
 }
 

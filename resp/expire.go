@@ -11,13 +11,18 @@ import (
 // does, by proposing ExpireDue commands: every replica then removes them at
 // the same point of the log. In a cluster only the leader proposes.
 func (s *Server) expireLoop() {
-	t := time.NewTicker(s.opts.ExpireInterval)
+	hz := s.hz.Load()
+	t := time.NewTicker(hzInterval(hz))
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		}
+		if now := s.hz.Load(); now != hz {
+			hz = now
+			t.Reset(hzInterval(hz))
 		}
 		if s.cluster != nil && !s.cluster.IsLeader() {
 			continue
@@ -44,3 +49,12 @@ func (s *Server) expireLoop() {
 		}
 	}
 }
+
+// Redis's bounds on hz (CONFIG_MIN_HZ, CONFIG_MAX_HZ): CONFIG SET takes
+// any int and clamps it, as Redis does.
+const minHz, maxHz = 1, 500
+
+func clampHz(hz int64) int64 { return min(max(hz, minHz), maxHz) }
+
+// hzInterval is the pause between active expiry cycles at hz.
+func hzInterval(hz int64) time.Duration { return time.Second / time.Duration(hz) }

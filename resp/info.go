@@ -162,7 +162,7 @@ func (s *Server) infoServer(b *infoBuilder) {
 	b.kv("server_time_usec", now.UnixMicro())
 	b.kv("uptime_in_seconds", int64(up/time.Second))
 	b.kv("uptime_in_days", int64(up/(24*time.Hour)))
-	hz := int64(time.Second / s.opts.ExpireInterval)
+	hz := s.hz.Load()
 	b.kv("hz", hz)
 	b.kv("configured_hz", hz)
 	b.kv("lru_clock", now.Unix()&(1<<24-1))

@@ -117,7 +117,8 @@ type Options struct {
 	// Now is the clock stamped into commands. Default time.Now.
 	Now func() time.Time
 	// ExpireInterval is how often keys whose expiry passed are deleted
-	// through the log (reads already ignore them). Default 100ms.
+	// through the log (reads already ignore them), Redis's 1/hz: between
+	// 2ms and 1s. Default 100ms (hz 10); CONFIG SET hz changes it.
 	ExpireInterval time.Duration
 	// ConfigFile is the file the settings were read from, which CONFIG
 	// REWRITE rewrites; "" (none) makes it answer Redis's error.
@@ -204,6 +205,7 @@ type Server struct {
 	// recount cannot see them yet.
 	inflight  atomic.Int64
 	maxMemory atomic.Uint64 // maxmemory, 0: none; CONFIG SET changes it
+	hz        atomic.Int64  // active expiry runs per second (CONFIG SET hz)
 	start     time.Time
 	// ctx ends at Close: writes waiting on the backend give up then.
 	ctx    context.Context
@@ -232,6 +234,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
+	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))
 	s.module.set(*opts.Module)
 	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
