@@ -102,8 +102,9 @@ func named(t *testing.T, list any, name string) map[string]any {
 // node id from the pod name and the advertised address from the pod's
 // stable DNS name (bfserver has no separate advertise address, so not
 // 0.0.0.0); readiness on /readyz and liveness on /healthz at the config's
-// HTTP port; a PodDisruptionBudget of maxUnavailable 1 over the pods'
-// labels; a volumeClaimTemplate mounted where the config's data-dir is.
+// HTTP port; the password and the cluster secret from a Secret (a pod
+// off loopback does not start without a cluster secret or cluster TLS);
+// a PodDisruptionBudget of maxUnavailable 1 over the pods' labels; a volumeClaimTemplate mounted where the config's data-dir is.
 // Then it runs the init container's script: pod 1 and 2 join through
 // bfserver-0.bfserver-peers.NS.svc.cluster.local:6379, pod 0 bootstraps on
 // an empty disk, joins pod 1 when it has data, and joins a live peer when
@@ -228,6 +229,26 @@ func TestDeployKubernetes(t *testing.T) {
 	if str(t, named(t, env, "BFSERVER_REQUIREPASS"), "valueFrom", "secretKeyRef", "key") == "" {
 		t.Error("no password from a Secret: protected mode refuses other pods without one")
 	}
+	// The pods listen off loopback and join: without a cluster secret or
+	// cluster TLS they refuse to start.
+	secretRef := ""
+	for _, e := range env.([]any) {
+		if m, ok := e.(map[string]any); ok && m["name"] == "BFSERVER_CLUSTER_SECRET" {
+			secretRef = str(t, m, "valueFrom", "secretKeyRef", "key")
+		}
+	}
+	if secretRef == "" && setting("tls-cluster") != "true" {
+		t.Error("no cluster secret from a Secret (BFSERVER_CLUSTER_SECRET) and no tls-cluster: the pods do not start")
+	}
+	if secretRef != "" {
+		steps, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(steps), "--from-literal="+secretRef+"=") {
+			t.Errorf("kustomization.yaml's steps do not create the Secret's key %q", secretRef)
+		}
+	}
 	ports := map[string]string{}
 	for _, p := range dig(t, ctr, "ports").([]any) {
 		ports[p.(map[string]any)["name"].(string)] = fmt.Sprint(p.(map[string]any)["containerPort"])
@@ -319,7 +340,8 @@ func TestDeployKubernetes(t *testing.T) {
 // TestDeploySystemd: `systemd-analyze verify` accepts the unit (with
 // ExecStart pointed at the built binary, which verify requires to exist)
 // and prints nothing about it; the unit has the settings docs/DEPLOY.md
-// promises; and the example config it starts with runs a real node.
+// promises; the example config says where a cluster's secret goes; and
+// the config it starts with runs a real node.
 func TestDeploySystemd(t *testing.T) {
 	unit, err := os.ReadFile(filepath.Join(repo, "deploy", "systemd", "bfserver.service"))
 	if err != nil {
@@ -333,8 +355,12 @@ func TestDeploySystemd(t *testing.T) {
 		}
 	}
 	conf := filepath.Join(repo, "deploy", "bfserver.conf")
-	if c, _ := os.ReadFile(conf); !strings.Contains(string(c), "\ndata-dir /var/lib/bfserver\n") {
+	c, _ := os.ReadFile(conf)
+	if !strings.Contains(string(c), "\ndata-dir /var/lib/bfserver\n") {
 		t.Error("the example config's data-dir is not the unit's StateDirectory")
+	}
+	if !strings.Contains(string(c), "BFSERVER_CLUSTER_SECRET") || !strings.Contains(string(c), "cluster-secret-file") {
+		t.Error("the example config does not say where a cluster's secret goes")
 	}
 	// The example config as it is, with the test's addresses and data dir.
 	httpAddr := freeAddr(t)

@@ -48,6 +48,7 @@ var (
 
 func main() {
 	flag.Parse()
+	shareClusterSecret()
 	if *bfBin == "" {
 		dir, err := os.MkdirTemp("", "bfharness")
 		check(err)
@@ -74,6 +75,16 @@ func main() {
 	default:
 		fmt.Fprintln(os.Stderr, "usage: harness [flags] throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
+	}
+}
+
+// shareClusterSecret gives every bfserver this tool starts the same cluster
+// secret, in the environment they inherit: a node that joins a cluster does
+// not start without one, and a build from before the secret ignores the
+// variable.
+func shareClusterSecret() {
+	if os.Getenv("BFSERVER_CLUSTER_SECRET") == "" && os.Getenv("BFSERVER_CLUSTER_SECRET_FILE") == "" {
+		check(os.Setenv("BFSERVER_CLUSTER_SECRET", fmt.Sprintf("bench-%016x%016x", rand.Uint64(), rand.Uint64())))
 	}
 }
 

@@ -53,6 +53,7 @@ var (
 
 func main() {
 	flag.Parse()
+	shareClusterSecret()
 	if *bfBin == "" {
 		dir, err := os.MkdirTemp("", "bfmem")
 		check(err)
@@ -110,6 +111,16 @@ func main() {
 		restartAB(bins)
 	default:
 		check(fmt.Errorf("unknown scenario %q", *scenario))
+	}
+}
+
+// shareClusterSecret gives every bfserver this tool starts the same cluster
+// secret, in the environment they inherit: a node that joins a cluster does
+// not start without one, and a build from before the secret ignores the
+// variable.
+func shareClusterSecret() {
+	if os.Getenv("BFSERVER_CLUSTER_SECRET") == "" && os.Getenv("BFSERVER_CLUSTER_SECRET_FILE") == "" {
+		check(os.Setenv("BFSERVER_CLUSTER_SECRET", fmt.Sprintf("bench-%016x%016x", rand.Uint64(), rand.Uint64())))
 	}
 }
 
