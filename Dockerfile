@@ -2,10 +2,11 @@
 # A static bfserver on distroless (no shell, no package manager), as the
 # non-root user 65532. Build: make docker, or
 #   docker build --build-arg COMMIT=$(git rev-parse HEAD) -t bfserver .
-# Run one node:
+# Run one node (Raft on the container's loopback: a Raft port off loopback
+# needs a cluster secret):
 #   docker run -d -p 6379:6379 -p 9121:9121 -v bfdata:/data \
-#     -e BFSERVER_REQUIREPASS=secret bfserver
-# See docs/DEPLOY.md for clusters.
+#     -e BFSERVER_REQUIREPASS=secret -e BFSERVER_RAFT_ADDR=127.0.0.1:16379 bfserver
+# See docs/DEPLOY.md for clusters (BFSERVER_CLUSTER_SECRET on every node).
 
 ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION}-bookworm AS build
