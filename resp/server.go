@@ -70,6 +70,11 @@ type Options struct {
 	Limits Limits
 	// MaxClients refuses connections beyond this count. Default 10,000.
 	MaxClients int
+	// ClientFDs is how many clients the process's descriptor limit leaves
+	// room for (cmd/bfserver lowers MaxClients to it at start, as Redis
+	// does): CONFIG SET maxclients above it is refused with Redis's
+	// error. Default 0: no bound.
+	ClientFDs int
 	// RequirePass, if set, makes the default user need AUTH.
 	RequirePass string
 	// ProtectedMode refuses clients from outside Local with Redis's DENIED
@@ -184,6 +189,34 @@ func (o *Options) Validate() error {
 	return o.Module.Validate()
 }
 
+// acceptBackoff is the longest pause between failed accepts.
+const acceptBackoff = time.Second
+
+// rateLog logs a warning at most once a second, with how many were left
+// out since the last: a full descriptor table fails every accept.
+type rateLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+func (r *rateLog) log(l *slog.Logger, msg string, args ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	if now.Sub(r.last) < time.Second {
+		r.skipped++
+		r.mu.Unlock()
+		return
+	}
+	skipped := r.skipped
+	r.last, r.skipped = now, 0
+	r.mu.Unlock()
+	if skipped > 0 {
+		args = append(args, "more_since_last_logged", skipped)
+	}
+	l.Warn(msg, args...)
+}
+
 // Server accepts RESP connections.
 type Server struct {
 	opts    Options
@@ -220,6 +253,7 @@ type Server struct {
 	stats struct {
 		connections, rejected atomic.Int64
 	}
+	acceptFailed rateLog // accept errors, logged at most once a second
 	negatives atomic.Int64 // membership checks answered 0
 	adm       serverAdmin  // the operators' state (admin.go)
 }
@@ -303,18 +337,28 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
+	// An accept that fails (out of descriptors: EMFILE, ENFILE; a
+	// connection aborted) is retried after a pause that starts at 5ms and
+	// doubles up to a second, as net/http's server does: the clients
+	// already connected go on being served, and new ones are taken again
+	// once descriptors are free. Only Close ends the loop.
+	var pause time.Duration
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
-			if s.closed.Load() {
+			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
+			s.acceptFailed.log(s.opts.Logger, "accept failed; retrying", "err", err, "retry_in", pause)
+			select {
+			case <-s.stop:
+				return nil
+			case <-time.After(pause):
 			}
-			return err
+			continue
 		}
+		pause = 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
