@@ -253,9 +253,9 @@ type Server struct {
 	stats struct {
 		connections, rejected atomic.Int64
 	}
-	acceptFailed rateLog // accept errors, logged at most once a second
-	negatives atomic.Int64 // membership checks answered 0
-	adm       serverAdmin  // the operators' state (admin.go)
+	acceptFailed rateLog      // accept errors, logged at most once a second
+	negatives    atomic.Int64 // membership checks answered 0
+	adm          serverAdmin  // the operators' state (admin.go)
 }
 
 // New creates a server; call Serve. Options must Validate.
