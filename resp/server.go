@@ -253,9 +253,11 @@ type Server struct {
 	stats struct {
 		connections, rejected atomic.Int64
 	}
-	acceptFailed rateLog      // accept errors, logged at most once a second
-	negatives    atomic.Int64 // membership checks answered 0
-	adm          serverAdmin  // the operators' state (admin.go)
+	open         atomic.Int64  // connections being served (maxclients)
+	refusing     chan struct{} // TLS connections being refused (maxRefusing)
+	acceptFailed rateLog       // accept errors, logged at most once a second
+	negatives    atomic.Int64  // membership checks answered 0
+	adm          serverAdmin   // the operators' state (admin.go)
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -263,7 +265,8 @@ func New(opts Options, b Backend) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
+	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
+		refusing: make(chan struct{}, maxRefusing)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.module.set(*opts.Module)
@@ -359,9 +362,18 @@ func (s *Server) Serve() error {
 			continue
 		}
 		pause = 0
+		// maxclients is checked here, before a goroutine is started, so
+		// that a flood of connections never holds more descriptors than
+		// maxclients plus the few being refused.
+		if s.open.Load() >= s.adm.maxClients.Load() {
+			s.refuse(nc, "-ERR max number of clients reached\r\n")
+			continue
+		}
+		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.open.Add(-1)
 			s.serveConn(nc)
 		}()
 	}
@@ -390,12 +402,6 @@ func (s *Server) Close() error {
 func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	s.mu.Lock()
-	if int64(len(s.clients)) >= s.adm.maxClients.Load() {
-		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		return
-	}
 	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
@@ -415,6 +421,43 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	sess.loop()
 }
+
+// refuse answers a connection beyond maxclients with Redis's error and
+// closes it. A plain connection is answered at once (a fresh socket's
+// buffer takes the line); a TLS one needs a handshake first, so it is
+// answered by one of maxRefusing goroutines, within refuseTimeout, or,
+// when they are all busy, closed without a word.
+func (s *Server) refuse(nc net.Conn, msg string) {
+	s.stats.rejected.Add(1)
+	if _, ok := nc.(*tls.Conn); !ok {
+		nc.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+		return
+	}
+	select {
+	case s.refusing <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.refusing }()
+		nc.SetDeadline(time.Now().Add(refuseTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+	}()
+}
+
+const (
+	// maxRefusing bounds the TLS connections being refused at once: the
+	// descriptors a flood holds beyond maxclients.
+	maxRefusing = 16
+	// refuseTimeout bounds answering one.
+	refuseTimeout = time.Second
+)
 
 func isLoopback(a net.Addr) bool {
 	if t, ok := a.(*net.TCPAddr); ok {
