@@ -148,6 +148,10 @@ type Options struct {
 	// open: persistence.Options.MaxOpenFiles. cmd/bfserver sets it from
 	// the process's descriptor limit. Default Pebble's, 1000.
 	ImageMaxOpenFiles int
+	// BackupDir is the only directory BFBACKUP writes into (backupName):
+	// it must exist and not be in DataDir. Default none: BFBACKUP is
+	// refused (ErrNoBackupDir).
+	BackupDir string
 	// MaxFilterBytes is the largest per-filter byte cap a forwarded command
 	// is applied with: what this node's RESP layer stamps on its own (a
 	// larger cap from a peer is lowered to it). cmd/bfserver passes the
@@ -205,6 +209,15 @@ func (o *Options) Validate() error {
 	}
 	if o.ownSecret && o.Join != "" {
 		return fmt.Errorf("%w to join a cluster", ErrNoPeerAuth)
+	}
+	if o.BackupDir != "" {
+		var err error
+		if o.BackupDir, err = filepath.Abs(o.BackupDir); err != nil {
+			return fmt.Errorf("replication: backup directory: %w", err)
+		}
+		if err := checkBackupDir(o); err != nil {
+			return err
+		}
 	}
 	if o.MaxPeerConns < 0 {
 		return fmt.Errorf("replication: MaxPeerConns %d is negative", o.MaxPeerConns)

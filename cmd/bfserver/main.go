@@ -39,6 +39,7 @@ type config struct {
 	advertise      string
 	raftAdvertise  string
 	dataDir        string
+	backupDir      string
 	nodeID         string
 	join           string
 	fsync          string
@@ -93,6 +94,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.advertise, "advertise-addr", "", "the RESP address clients and INFO are told for this node (default: --addr)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise-addr", "", "the Raft address peers reach this node at (default: --raft-addr)")
 	fs.StringVar(&c.dataDir, "data-dir", "bfdata", "directory for the Raft log, snapshots and filter image")
+	fs.StringVar(&c.backupDir, "backup-dir", "", "the only directory BFBACKUP writes into (a path is taken inside it; it must exist and not be in --data-dir); unset, BFBACKUP is refused")
 	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
 	c.fsync = replication.FsyncAlways
@@ -308,6 +310,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			TLS: clusterTLS, ClusterSecret: c.cluster.secretBytes, SecretTransition: c.cluster.transition, InsecurePeers: c.cluster.insecure,
 			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger, MaxPeerConns: int(c.maxPeerConns), ImageMaxOpenFiles: fds.imageFiles,
+			BackupDir:   c.backupDir,
 			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease, NoImageBase: !c.imageBase,
 		}
 		if c.join != "" {
