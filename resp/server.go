@@ -58,7 +58,8 @@ type Cluster interface {
 	LastSnapshot() time.Time
 	Reload(ctx context.Context) error
 	// Backup writes a consistent copy of the node's state to a file on the
-	// node (BFBACKUP) and returns the log index it is at.
+	// node (BFBACKUP) and returns the log index it is at; it refuses a
+	// path outside where the operator allowed backups.
 	Backup(ctx context.Context, path string) (uint64, error)
 }
 
