@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ratelog"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -193,31 +194,6 @@ func (o *Options) Validate() error {
 // acceptBackoff is the longest pause between failed accepts.
 const acceptBackoff = time.Second
 
-// rateLog logs a warning at most once a second, with how many were left
-// out since the last: a full descriptor table fails every accept.
-type rateLog struct {
-	mu      sync.Mutex
-	last    time.Time
-	skipped int
-}
-
-func (r *rateLog) log(l *slog.Logger, msg string, args ...any) {
-	r.mu.Lock()
-	now := time.Now()
-	if now.Sub(r.last) < time.Second {
-		r.skipped++
-		r.mu.Unlock()
-		return
-	}
-	skipped := r.skipped
-	r.last, r.skipped = now, 0
-	r.mu.Unlock()
-	if skipped > 0 {
-		args = append(args, "more_since_last_logged", skipped)
-	}
-	l.Warn(msg, args...)
-}
-
 // Server accepts RESP connections.
 type Server struct {
 	opts    Options
@@ -256,7 +232,7 @@ type Server struct {
 	}
 	open         atomic.Int64  // connections being served (maxclients)
 	refusing     chan struct{} // TLS connections being refused (maxRefusing)
-	acceptFailed rateLog       // accept errors, logged at most once a second
+	acceptFailed ratelog.Log   // accept errors, logged at most once a second
 	negatives    atomic.Int64  // membership checks answered 0
 	adm          serverAdmin   // the operators' state (admin.go)
 }
@@ -354,7 +330,7 @@ func (s *Server) Serve() error {
 				return nil
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
-			s.acceptFailed.log(s.opts.Logger, "accept failed; retrying", "err", err, "retry_in", pause)
+			s.acceptFailed.Warn(s.opts.Logger, "accept failed; retrying", "err", err, "retry_in", pause)
 			select {
 			case <-s.stop:
 				return nil

@@ -15,38 +15,12 @@ import (
 
 // Write replaces path with what fill writes, with permissions perm.
 func Write(path string, perm os.FileMode, fill func(w io.Writer) error) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = fill(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	defer root.Close()
+	return WriteIn(root, filepath.Base(path), perm, fill)
 }
 
 // WriteIn is Write confined to root: name is resolved inside it, and
