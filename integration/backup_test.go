@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // of the writes after it), serves writes, and a second node joins it and
 // gets everything.
 func TestOnlineBackup(t *testing.T) {
-	src := start(t)
+	backups := t.TempDir()
+	src := start(t, "--backup-dir", backups)
 	c := src.client(2)
 	for _, k := range []string{"b1", "b2"} {
 		if err := c.Do(ctx(t), "BF.RESERVE", k, "0.001", "200000").Err(); err != nil {
@@ -55,8 +57,8 @@ func TestOnlineBackup(t *testing.T) {
 	for _, k := range []string{"b1", "b2", "c1"} {
 		want[k] = c.Do(ctx(t), "BF.DIGEST", k).Val().(string)
 	}
-	file := filepath.Join(t.TempDir(), "node.bfbackup")
-	if err := c.Do(ctx(t), "BFBACKUP", file).Err(); err != nil {
+	file := filepath.Join(backups, "node.bfbackup")
+	if err := c.Do(ctx(t), "BFBACKUP", "node.bfbackup").Err(); err != nil {
 		t.Fatal(err)
 	}
 	// After the backup: not in it.
@@ -103,4 +105,85 @@ func TestOnlineBackup(t *testing.T) {
 	if info := replInfo(restored); !strings.Contains(info["raft_members"], restored.addr) || info["raft_num_members"] != "2" {
 		t.Fatalf("the restored cluster's members: %v", info["raft_members"])
 	}
+}
+
+// TestBackupConfinedToDir: BFBACKUP writes only inside --backup-dir (set
+// here by the config file): an absolute path inside it works and
+// restores; a path outside it, "..", a link out of it and the node's own
+// data directory are refused with the reason, and write nothing; a node
+// given no backup directory refuses BFBACKUP, naming --backup-dir.
+func TestBackupConfinedToDir(t *testing.T) {
+	backups, outside := t.TempDir(), t.TempDir()
+	conf := filepath.Join(t.TempDir(), "bf.conf")
+	if err := os.WriteFile(conf, []byte("backup-dir "+backups+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := start(t, "--config", conf)
+	if err := os.Symlink(outside, filepath.Join(backups, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(n.dataDir, filepath.Join(backups, "data")); err != nil {
+		t.Fatal(err)
+	}
+	c := n.client(2)
+	if err := c.Do(ctx(t), "BF.ADD", "f", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	digest := c.Do(ctx(t), "BF.DIGEST", "f").Val()
+	dataBefore := dirListing(t, n.dataDir)
+	for _, path := range []string{
+		filepath.Join(outside, "b"), "../b", filepath.Join(backups, "..", filepath.Base(outside), "b"), "out/b",
+		filepath.Join(n.dataDir, "raft.db"), "data/raft.db", n.dataDir,
+	} {
+		err := c.Do(ctx(t), "BFBACKUP", path).Err()
+		if err == nil || !strings.Contains(err.Error(), "ERR backup failed: the path must name a file inside the backup directory (--backup-dir)") {
+			t.Errorf("BFBACKUP %s: %v", path, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("%d files written outside the backup directory", len(ents))
+	}
+	if after := dirListing(t, n.dataDir); after != dataBefore {
+		t.Fatalf("the data directory changed:\n%s\nthen\n%s", dataBefore, after)
+	}
+	file := filepath.Join(backups, "ok.bfbackup")
+	if err := c.Do(ctx(t), "BFBACKUP", file).Err(); err != nil {
+		t.Fatal(err)
+	}
+	restored := &node{t: t, addr: freeAddr(t), raftAddr: freeAddr(t), dataDir: t.TempDir(), args: []string{"--cluster-secret", testSecret}}
+	if out, err := exec.Command(binary, "restore", "--from", file, "--data-dir", restored.dataDir, "--addr", restored.addr, "--raft-addr", restored.raftAddr).CombinedOutput(); err != nil {
+		t.Fatalf("restore: %v %s", err, out)
+	}
+	restored.launch()
+	rc := restored.client(2)
+	var got any
+	var err error
+	waitFor(t, 10*time.Second, "the restored node answers", func() bool {
+		got, err = rc.Do(ctx(t), "BF.DIGEST", "f").Result()
+		return err == nil || !strings.Contains(err.Error(), "CLUSTERDOWN") && !strings.Contains(err.Error(), "TRYAGAIN")
+	})
+	if got != digest {
+		t.Fatalf("restored digest %v (%v), want %v", got, err, digest)
+	}
+
+	plain := start(t)
+	err = plain.client(2).Do(ctx(t), "BFBACKUP", filepath.Join(backups, "plain.bfbackup")).Err()
+	if err == nil || err.Error() != "ERR backup failed: no backup directory is configured: start the node with --backup-dir (backup-dir in a config file) to allow BFBACKUP" {
+		t.Fatalf("BFBACKUP with no backup directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(backups, "plain.bfbackup")); err == nil {
+		t.Fatal("a node with no backup directory wrote a backup")
+	}
+}
+
+// dirListing names every file under dir, for comparing before and after.
+func dirListing(t *testing.T, dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, ".tmp") {
+			fmt.Fprintln(&b, p)
+		}
+		return nil
+	})
+	return b.String()
 }

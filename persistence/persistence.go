@@ -90,6 +90,11 @@ type Options struct {
 	// NoBase keeps no base (base.go), and removes one: loads read every
 	// chunk through Pebble, and no disk holds a second copy. Default false.
 	NoBase bool
+	// MaxOpenFiles bounds the descriptors Pebble keeps open (its
+	// MaxOpenFiles: tables in its file cache, at least 64 of them, plus
+	// about 10 of its own), so that the process can budget its descriptor
+	// limit. Default Pebble's, 1000.
+	MaxOpenFiles int
 	// OnFatal is told of an error Pebble cannot go on after (a failed
 	// MANIFEST write). The store then refuses writes; the node should stop.
 	// Default: logged only.
@@ -171,7 +176,7 @@ func Open(opts Options) (*Store, error) {
 		fs = vfs.Default
 	}
 	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest"), noBase: opts.NoBase}
-	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}}
+	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}, MaxOpenFiles: opts.MaxOpenFiles}
 	// A damaged block fails the read that met it, with Pebble's error (a
 	// load then fails, the node does not start); by default Pebble would
 	// also call Fatalf, which parks the reader forever.

@@ -28,6 +28,13 @@ var (
 	errBadFrame = errors.New("malformed peer message")
 	// errSnapshotRunning: a snapshot is already being taken.
 	errSnapshotRunning = errors.New("a snapshot is already in progress")
+	// ErrNoBackupDir: BFBACKUP on a node given no backup directory
+	// (Options.BackupDir): it writes nowhere the operator did not allow.
+	ErrNoBackupDir = errors.New("no backup directory is configured: start the node with --backup-dir (backup-dir in a config file) to allow BFBACKUP")
+	// ErrBackupPath: a BFBACKUP path outside the backup directory ("..",
+	// an absolute path elsewhere, a link leading out), or in the data
+	// directory.
+	ErrBackupPath = errors.New("the path must name a file inside the backup directory (--backup-dir)")
 )
 
 // peerErrors numbers the errors that cross the peer protocol, so that each

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,16 +135,25 @@ func (n *Node) Snapshot(ctx context.Context) error {
 func (n *Node) LastSnapshot() time.Time { return time.Unix(n.lastSave.Load(), 0) }
 
 // Backup implements resp.Cluster (BFBACKUP): a consistent copy of this
-// node's state, written to path (package atomicfile: a path never holds
-// half a backup). bfserver restore turns it
+// node's state, written to path inside Options.BackupDir (backupName;
+// package atomicfile: a path never holds half a backup). bfserver restore turns it
 // into the data directory of a new node. It returns the log index the copy
 // is at.
 func (n *Node) Backup(ctx context.Context, path string) (uint64, error) {
 	if err := n.HaltErr(); err != nil {
 		return 0, err
 	}
+	name, err := n.backupName(path)
+	if err != nil {
+		return 0, err
+	}
+	root, err := os.OpenRoot(n.opts.BackupDir)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrBackupPath, err)
+	}
+	defer root.Close()
 	var idx uint64
-	err := atomicfile.Write(path, 0o600, func(w io.Writer) (err error) {
+	err = atomicfile.WriteIn(root, name, 0o600, func(w io.Writer) (err error) {
 		idx, err = n.fsm.backup(w)
 		return err
 	})

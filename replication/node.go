@@ -144,6 +144,14 @@ type Options struct {
 	// connection is closed at once. Each peer opens at most 48 of its own
 	// plus Raft's. Default 256.
 	MaxPeerConns int
+	// ImageMaxOpenFiles bounds the descriptors the image (Pebble) keeps
+	// open: persistence.Options.MaxOpenFiles. cmd/bfserver sets it from
+	// the process's descriptor limit. Default Pebble's, 1000.
+	ImageMaxOpenFiles int
+	// BackupDir is the only directory BFBACKUP writes into (backupName):
+	// it must exist and not be in DataDir. Default none: BFBACKUP is
+	// refused (ErrNoBackupDir).
+	BackupDir string
 	// MaxFilterBytes is the largest per-filter byte cap a forwarded command
 	// is applied with: what this node's RESP layer stamps on its own (a
 	// larger cap from a peer is lowered to it). cmd/bfserver passes the
@@ -201,6 +209,15 @@ func (o *Options) Validate() error {
 	}
 	if o.ownSecret && o.Join != "" {
 		return fmt.Errorf("%w to join a cluster", ErrNoPeerAuth)
+	}
+	if o.BackupDir != "" {
+		var err error
+		if o.BackupDir, err = filepath.Abs(o.BackupDir); err != nil {
+			return fmt.Errorf("replication: backup directory: %w", err)
+		}
+		if err := checkBackupDir(o); err != nil {
+			return err
+		}
 	}
 	if o.MaxPeerConns < 0 {
 		return fmt.Errorf("replication: MaxPeerConns %d is negative", o.MaxPeerConns)
@@ -367,7 +384,8 @@ func Open(opts Options) (*Node, error) {
 	// default cap follows the machine's memory, past the image's 4 GiB
 	// default), so what was accepted is never refused at the next start.
 	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
-		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes), NoBase: opts.NoImageBase}
+		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes), NoBase: opts.NoImageBase,
+		MaxOpenFiles: opts.ImageMaxOpenFiles}
 	// The Raft log opens (bbolt reads its tree to rebuild the freelist)
 	// while the image loads: the two read different files, and neither
 	// needs the other until Raft starts.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ratelog"
 	"github.com/bfserver/bfserver/internal/wire"
 	"github.com/hashicorp/raft"
 )
@@ -102,8 +103,8 @@ type mux struct {
 	done    chan struct{}
 	once    sync.Once
 	log     *slog.Logger
-	refusal rateLog // connections refused, logged at most once a second
-	failed  rateLog // accept errors, likewise
+	refusal ratelog.Log // connections refused, logged at most once a second
+	failed  ratelog.Log // accept errors, likewise
 	wg      sync.WaitGroup
 	slots   chan struct{} // one per connection open, of MaxPeerConns
 	connMu  sync.Mutex
@@ -138,7 +139,7 @@ func (m *mux) accept() {
 				return
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
-			m.failed.log(m.log, "raft port: accept failed; retrying", "err", err, "retry_in", pause)
+			m.failed.Warn(m.log, "raft port: accept failed; retrying", "err", err, "retry_in", pause)
 			select {
 			case <-m.done:
 				return
@@ -166,14 +167,14 @@ func (m *mux) admit(ip string) bool {
 	select {
 	case m.slots <- struct{}{}:
 	default:
-		m.refusal.log(m.log, "raft port: refusing a connection: the node has max peer connections open", "remote", ip, "max", cap(m.slots))
+		m.refusal.Warn(m.log, "raft port: refusing a connection: the node has max peer connections open", "remote", ip, "max", cap(m.slots))
 		return false
 	}
 	m.connMu.Lock()
 	defer m.connMu.Unlock()
 	if m.pending[ip] >= maxPendingPerIP {
 		<-m.slots
-		m.refusal.log(m.log, "raft port: refusing a connection: too many from one address are authenticating", "remote", ip, "max", maxPendingPerIP)
+		m.refusal.Warn(m.log, "raft port: refusing a connection: too many from one address are authenticating", "remote", ip, "max", maxPendingPerIP)
 		return false
 	}
 	m.pending[ip]++
@@ -197,7 +198,7 @@ func (m *mux) route(c net.Conn, ip string) {
 		// A stranger without the cluster's certificate or secret ends
 		// here, before any request is read.
 		if !errors.Is(err, io.EOF) {
-			m.refusal.log(m.log, "raft port: refusing a connection that did not authenticate", "remote", c.RemoteAddr().String(), "err", err)
+			m.refusal.Warn(m.log, "raft port: refusing a connection that did not authenticate", "remote", c.RemoteAddr().String(), "err", err)
 		}
 		c.Close()
 		return
@@ -257,6 +258,9 @@ func (c *slotConn) Close() error {
 	return err
 }
 
+// rateLog logs a warning at most once a second.
+type rateLog = ratelog.Log
+
 // remoteIP is a connection's remote address without its port.
 func remoteIP(c net.Conn) string {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -264,31 +268,6 @@ func remoteIP(c net.Conn) string {
 	}
 	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 	return host
-}
-
-// rateLog logs a warning at most once a second, with how many were left
-// out since the last.
-type rateLog struct {
-	mu      sync.Mutex
-	last    time.Time
-	skipped int
-}
-
-func (r *rateLog) log(l *slog.Logger, msg string, args ...any) {
-	r.mu.Lock()
-	now := time.Now()
-	if now.Sub(r.last) < time.Second {
-		r.skipped++
-		r.mu.Unlock()
-		return
-	}
-	skipped := r.skipped
-	r.last, r.skipped = now, 0
-	r.mu.Unlock()
-	if skipped > 0 {
-		args = append(args, "more_since_last_logged", skipped)
-	}
-	l.Warn(msg, args...)
 }
 
 // streamLayer is Raft's side of the mux. Its Addr is what Raft tells

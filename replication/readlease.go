@@ -226,7 +226,7 @@ func (n *Node) Committed(index uint64) error {
 		defer t.Stop()
 		for index > n.raft.LastIndex() {
 			if time.Now().After(deadline) {
-				n.noticeRefused.log(n.log, "refusing a commit notice beyond this node's log", "index", index, "last_log_index", n.raft.LastIndex())
+				n.noticeRefused.Warn(n.log, "refusing a commit notice beyond this node's log", "index", index, "last_log_index", n.raft.LastIndex())
 				return errTellAhead
 			}
 			select {
@@ -250,7 +250,7 @@ func (n *Node) Committed(index uint64) error {
 func (n *Node) committedFrom(from string, index uint64) error {
 	if from != "" {
 		if leader, _ := n.leaderRaft(); leader != from {
-			n.noticeRefused.log(n.log, "refusing a commit notice from a node that is not the leader", "from", from, "leader", leader, "index", index)
+			n.noticeRefused.Warn(n.log, "refusing a commit notice from a node that is not the leader", "from", from, "leader", leader, "index", index)
 			return errNotLeader
 		}
 	}

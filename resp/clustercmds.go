@@ -32,7 +32,8 @@ func (s *session) cluster() (Cluster, bool) {
 }
 
 // BFBACKUP <path>: a consistent copy of this node's state in a file on
-// the node, for bfserver restore. The reply is the log index it is at.
+// the node, for bfserver restore; the backend decides where it may write
+// (replication: only inside --backup-dir). The reply is the log index it is at.
 func cmdBackup(s *session, a [][]byte) {
 	c, ok := s.cluster()
 	if !ok {

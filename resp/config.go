@@ -214,7 +214,7 @@ var serverParams = []serverParam{
 			}
 			return nil, "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
 		}},
-	intServerParam("maxclients", 1, 1<<20, func(s *Server) *atomic.Int64 { return &s.adm.maxClients }),
+	maxClientsParam(),
 	intServerParam("slowlog-log-slower-than", -1, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.slowlogSlower }),
 	intServerParam("slowlog-max-len", 0, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.slowlogMax }),
 	intServerParam("latency-monitor-threshold", 0, math.MaxInt64, func(s *Server) *atomic.Int64 { return &s.adm.latencyMs }),
@@ -274,6 +274,25 @@ var serverParams = []serverParam{
 			return func() {}, ""
 		}},
 	{name: "requirepass"}, // never shown, never set here
+}
+
+// maxClientsParam is maxclients: within its range, and, as in Redis, no
+// more than the process's descriptor limit leaves room for
+// (Options.ClientFDs).
+func maxClientsParam() serverParam {
+	p := intServerParam("maxclients", 1, 1<<20, func(s *Server) *atomic.Int64 { return &s.adm.maxClients })
+	set := p.set
+	p.set = func(s *Server, v string) (func(), string) {
+		apply, msg := set(s, v)
+		if msg != "" {
+			return nil, msg
+		}
+		if n, _ := parseLL([]byte(v)); s.opts.ClientFDs > 0 && n > int64(s.opts.ClientFDs) {
+			return nil, fmt.Sprintf("The operating system is not able to handle the specified number of clients, try with %d", s.opts.ClientFDs)
+		}
+		return apply, ""
+	}
+	return p
 }
 
 func intServerParam(name string, lo, hi int64, field func(s *Server) *atomic.Int64) serverParam {

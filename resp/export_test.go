@@ -32,3 +32,7 @@ func LogDeniedCommand(srv *Server, object, user string) {
 	srv.aclLog.add(&aclLogEntry{count: 1, reason: "command", context: aclCtxTopLevel, object: object, user: user,
 		created: now, updated: now})
 }
+
+// WrapListener replaces a listening server's listener by wrap's, before
+// Serve: tests make accepts fail.
+func WrapListener(srv *Server, wrap func(net.Listener) net.Listener) { srv.ln = wrap(srv.ln) }

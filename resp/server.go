@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ratelog"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -58,7 +59,8 @@ type Cluster interface {
 	LastSnapshot() time.Time
 	Reload(ctx context.Context) error
 	// Backup writes a consistent copy of the node's state to a file on the
-	// node (BFBACKUP) and returns the log index it is at.
+	// node (BFBACKUP) and returns the log index it is at; it refuses a
+	// path outside where the operator allowed backups.
 	Backup(ctx context.Context, path string) (uint64, error)
 }
 
@@ -70,6 +72,11 @@ type Options struct {
 	Limits Limits
 	// MaxClients refuses connections beyond this count. Default 10,000.
 	MaxClients int
+	// ClientFDs is how many clients the process's descriptor limit leaves
+	// room for (cmd/bfserver lowers MaxClients to it at start, as Redis
+	// does): CONFIG SET maxclients above it is refused with Redis's
+	// error. Default 0: no bound.
+	ClientFDs int
 	// RequirePass, if set, makes the default user need AUTH.
 	RequirePass string
 	// ProtectedMode refuses clients from outside Local with Redis's DENIED
@@ -185,6 +192,9 @@ func (o *Options) Validate() error {
 	return o.Module.Validate()
 }
 
+// acceptBackoff is the longest pause between failed accepts.
+const acceptBackoff = time.Second
+
 // Server accepts RESP connections.
 type Server struct {
 	opts    Options
@@ -222,8 +232,11 @@ type Server struct {
 	stats struct {
 		connections, rejected atomic.Int64
 	}
-	negatives atomic.Int64 // membership checks answered 0
-	adm       serverAdmin  // the operators' state (admin.go)
+	open         atomic.Int64  // connections being served (maxclients)
+	refusing     chan struct{} // TLS connections being refused (maxRefusing)
+	acceptFailed ratelog.Log   // accept errors, logged at most once a second
+	negatives    atomic.Int64  // membership checks answered 0
+	adm          serverAdmin   // the operators' state (admin.go)
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -231,7 +244,8 @@ func New(opts Options, b Backend) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{})}
+	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
+		refusing: make(chan struct{}, maxRefusing)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))
@@ -306,21 +320,40 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
+	// An accept that fails (out of descriptors: EMFILE, ENFILE; a
+	// connection aborted) is retried after a pause that starts at 5ms and
+	// doubles up to a second, as net/http's server does: the clients
+	// already connected go on being served, and new ones are taken again
+	// once descriptors are free. Only Close ends the loop.
+	var pause time.Duration
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
-			if s.closed.Load() {
+			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			pause = min(max(2*pause, 5*time.Millisecond), acceptBackoff)
+			s.acceptFailed.Warn(s.opts.Logger, "accept failed; retrying", "err", err, "retry_in", pause)
+			select {
+			case <-s.stop:
+				return nil
+			case <-time.After(pause):
 			}
-			return err
+			continue
 		}
+		pause = 0
+		// maxclients is checked here, before a goroutine is started, so
+		// that a flood of connections never holds more descriptors than
+		// maxclients plus the few being refused.
+		if s.open.Load() >= s.adm.maxClients.Load() {
+			s.refuse(nc, "-ERR max number of clients reached\r\n")
+			continue
+		}
+		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.open.Add(-1)
 			s.serveConn(nc)
 		}()
 	}
@@ -349,12 +382,6 @@ func (s *Server) Close() error {
 func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	s.mu.Lock()
-	if int64(len(s.clients)) >= s.adm.maxClients.Load() {
-		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		return
-	}
 	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
@@ -374,6 +401,43 @@ func (s *Server) serveConn(nc net.Conn) {
 	}()
 	sess.loop()
 }
+
+// refuse answers a connection beyond maxclients with Redis's error and
+// closes it. A plain connection is answered at once (a fresh socket's
+// buffer takes the line); a TLS one needs a handshake first, so it is
+// answered by one of maxRefusing goroutines, within refuseTimeout, or,
+// when they are all busy, closed without a word.
+func (s *Server) refuse(nc net.Conn, msg string) {
+	s.stats.rejected.Add(1)
+	if _, ok := nc.(*tls.Conn); !ok {
+		nc.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+		return
+	}
+	select {
+	case s.refusing <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.refusing }()
+		nc.SetDeadline(time.Now().Add(refuseTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+	}()
+}
+
+const (
+	// maxRefusing bounds the TLS connections being refused at once: the
+	// descriptors a flood holds beyond maxclients.
+	maxRefusing = 16
+	// refuseTimeout bounds answering one.
+	refuseTimeout = time.Second
+)
 
 func isLoopback(a net.Addr) bool {
 	if t, ok := a.(*net.TCPAddr); ok {

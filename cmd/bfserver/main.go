@@ -39,6 +39,7 @@ type config struct {
 	advertise      string
 	raftAdvertise  string
 	dataDir        string
+	backupDir      string
 	nodeID         string
 	join           string
 	fsync          string
@@ -61,6 +62,7 @@ type config struct {
 	aclFile        string
 	requirePass    string
 	maxClients     int64
+	maxPeerConns   int64
 	maxFilterBytes uint64
 	maxMemory      uint64
 	stale          bool
@@ -92,6 +94,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.advertise, "advertise-addr", "", "the RESP address clients and INFO are told for this node (default: --addr)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise-addr", "", "the Raft address peers reach this node at (default: --raft-addr)")
 	fs.StringVar(&c.dataDir, "data-dir", "bfdata", "directory for the Raft log, snapshots and filter image")
+	fs.StringVar(&c.backupDir, "backup-dir", "", "the only directory BFBACKUP writes into (a path is taken inside it; it must exist and not be in --data-dir); unset, BFBACKUP is refused")
 	fs.StringVar(&c.nodeID, "node-id", "", "this member's id (default: the Raft address)")
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
 	c.fsync = replication.FsyncAlways
@@ -120,7 +123,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.aclFile, "aclfile", "", "Redis's ACL file: ACL LOAD replaces the users by its own, ACL SAVE writes them to it; at start its users are written into the user table if the table lacks them")
 	fs.StringVar(&c.requirePass, "requirepass", "", "password the default user must AUTH with")
 	c.maxClients = 10000
-	fs.Var(rangeValue{&c.maxClients, 1, 1 << 20}, "maxclients", "maximum connected clients")
+	fs.Var(rangeValue{&c.maxClients, 1, 1 << 20}, "maxclients", "maximum connected clients (lowered at start to what the open files limit, ulimit -n, leaves, as Redis does)")
+	c.maxPeerConns = 256
+	fs.Var(rangeValue{&c.maxPeerConns, 8, 1 << 16}, "max-peer-conns", "most connections the Raft port holds open, authenticated or not (each peer opens up to about 52); the open files limit keeps twice this for the Raft port's connections in and out")
 	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold, refused before it is allocated (units as Redis: 512mb, 1gb; at most 1tb; 0: the node's memory, which is --maxmemory if set, else the machine's or its cgroup's limit)")
 	fs.Var(memoryValue{&c.maxMemory}, "maxmemory", "total bytes all filters may hold; deny-oom writes answer OOM beyond it (0: no cap; units as Redis: 100mb)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
@@ -280,8 +285,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(c.set.blame(err))
 	}
+	fds, err := fitDescriptors(osNofile{}, int(c.maxClients), int(c.maxPeerConns), c.inMemory, logger)
+	if err != nil {
+		return fail(err)
+	}
 	srvOpts := resp.Options{
-		Addr: c.addr, RequirePass: c.requirePass, MaxClients: int(c.maxClients), ProtectedMode: c.protected,
+		Addr: c.addr, RequirePass: c.requirePass, MaxClients: fds.maxClients, ClientFDs: fds.clientFDs, ProtectedMode: c.protected,
 		Limits: resp.Limits{MaxBulk: int64(c.maxBulk), MaxArgs: c.maxArgs, MaxInline: int(c.maxInline), MaxQueryBuffer: int(c.maxQueryBuffer)},
 		Users:  c.users, ACLFile: c.aclFile, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
 		Module: &c.module, Logger: logger,
@@ -300,7 +309,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
 			TLS: clusterTLS, ClusterSecret: c.cluster.secretBytes, SecretTransition: c.cluster.transition, InsecurePeers: c.cluster.insecure,
 			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
-			MaxFilterBytes: c.maxFilterBytes, Logger: logger,
+			MaxFilterBytes: c.maxFilterBytes, Logger: logger, MaxPeerConns: int(c.maxPeerConns), ImageMaxOpenFiles: fds.imageFiles,
+			BackupDir:   c.backupDir,
 			NoReadLease: !c.readLease, NoFollowerLease: !c.followerLease, NoImageBase: !c.imageBase,
 		}
 		if c.join != "" {

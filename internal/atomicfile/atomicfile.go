@@ -6,6 +6,8 @@ package atomicfile
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,12 +15,35 @@ import (
 
 // Write replaces path with what fill writes, with permissions perm.
 func Write(path string, perm os.FileMode, fill func(w io.Writer) error) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // a no-op once renamed
+	defer root.Close()
+	return WriteIn(root, filepath.Base(path), perm, fill)
+}
+
+// WriteIn is Write confined to root: name is resolved inside it, and
+// neither "..", an absolute name nor a symbolic link takes the file or its
+// temporary one outside it (os.Root). name's directory must exist.
+func WriteIn(root *os.Root, name string, perm os.FileMode, fill func(w io.Writer) error) error {
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := "." + base + ".tmp" + hex.EncodeToString(rnd[:])
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer d.Remove(tmp) // a no-op once renamed
 	bw := bufio.NewWriterSize(f, 1<<20)
 	err = fill(bw)
 	if err == nil {
@@ -34,15 +59,15 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = d.Rename(tmp, base)
 	}
 	if err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
+	df, err := d.Open(".")
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer df.Close()
+	return df.Sync()
 }
