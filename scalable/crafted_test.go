@@ -16,16 +16,26 @@ const craftedCap = 1 << 20
 
 func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 
-// randCuckooFields draws the seven fields of a Cuckoo header, most of them
-// in the ranges a decoder takes and some just outside.
+// randCuckooFields draws the seven fields of a Cuckoo header: mostly in
+// the ranges a decoder takes, one in five times anywhere near them.
 func randCuckooFields(r *rand.Rand) (items, nb, dels, nf uint64, bs, mi, exp uint16) {
 	items = pick(r, 0, 1, 7, uint64(r.IntN(1000)), math.MaxUint64)
-	nb = pick(r, uint64(1)<<r.IntN(9), uint64(1)<<r.IntN(4), 3, 6, 0, 1<<20)
 	dels = pick(r, 0, 0, 1, uint64(r.IntN(100)), math.MaxUint64)
-	nf = pick(r, 1, 1, 1, 2, 3, uint64(1+r.IntN(6)), 0, 65537, math.MaxUint64)
-	bs = pick(r, 1, 2, 3, 4, uint16(r.IntN(10)), 255, 256, 0)
-	mi = pick(r, 1, 2, 20, 500, uint16(r.IntN(50)), 65535, 0)
-	exp = pick(r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, uint16(r.IntN(40)), 255, 1000, 32767, 32768, 32769, 65535)
+	exp = pick(r, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, uint16(r.IntN(40)), 255, 1000, 32767, 32768)
+	nb = pick(r, uint64(1)<<r.IntN(9), uint64(1)<<r.IntN(4))
+	nf = pick(r, 1, 1, 1, 2, 3, uint64(1+r.IntN(6)))
+	if exp == 0 {
+		nf = 1
+	}
+	bs = pick(r, 1, 2, 3, 4, uint16(1+r.IntN(10)), 255)
+	mi = pick(r, 1, 2, 20, 500, uint16(1+r.IntN(50)), 65535)
+	if r.IntN(5) == 0 {
+		nb = pick(r, nb, 3, 6, 0, 1<<20)
+		nf = pick(r, nf, 0, 65537, math.MaxUint64)
+		bs = pick(r, bs, 0, 256)
+		mi = pick(r, mi, 0)
+		exp = pick(r, exp, 32769, 65535, uint16(r.Uint32()))
+	}
 	return
 }
 
@@ -130,13 +140,13 @@ func checkChainNoLoss(t *testing.T, ch *Chain, n int, what string) {
 func TestCraftedCuckooHeadersLoseNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(24, 2))
 	accepted := map[string]int{}
-	for i := range 1500 {
+	for i := range 250 {
 		items, nb, dels, nf, bs, mi, exp := randCuckooFields(r)
 		what := fmt.Sprintf("#%d items %d buckets %d deletes %d filters %d bucket size %d max iterations %d expansion %d",
 			i, items, nb, dels, nf, bs, mi, exp)
 		if cf, err := ParseCuckooHeader(cuckooHeaderOf(items, nb, dels, nf, bs, mi, exp), craftedCap); err == nil {
 			accepted["LOADCHUNK"]++
-			checkCuckooNoLoss(t, cf, 100+r.IntN(300), "LOADCHUNK "+what)
+			checkCuckooNoLoss(t, cf, 100+r.IntN(100), "LOADCHUNK "+what)
 		}
 		junk := func(b []byte) {
 			for j := range b {
@@ -148,7 +158,7 @@ func TestCraftedCuckooHeadersLoseNothing(t *testing.T) {
 		body := cuckooRDBOf(items, nb, dels, nf, bs, mi, exp, junk)
 		if cf, err := CuckooFromRDB(rdb.NewReader(body, craftedCap), craftedCap); err == nil {
 			accepted["RESTORE"]++
-			checkCuckooNoLoss(t, cf, 100+r.IntN(300), "RESTORE "+what)
+			checkCuckooNoLoss(t, cf, 100+r.IntN(100), "RESTORE "+what)
 		}
 	}
 	// The reported header, both ways: 2,000 adds.
@@ -163,7 +173,7 @@ func TestCraftedCuckooHeadersLoseNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCuckooNoLoss(t, cf, 2000, "RESTORE expansion 3")
-	if accepted["LOADCHUNK"] < 150 || accepted["RESTORE"] < 150 {
+	if accepted["LOADCHUNK"] < 120 || accepted["RESTORE"] < 120 {
 		t.Fatalf("too few headers accepted to say much: %v", accepted)
 	}
 	t.Logf("accepted: %v", accepted)
@@ -273,7 +283,7 @@ func (c chainFields) rdbBody(fill func([]byte)) []byte {
 func TestCraftedChainHeadersLoseNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(24, 1))
 	accepted := map[string]int{}
-	for i := range 3000 {
+	for i := range 1500 {
 		c := randChain(r)
 		what := fmt.Sprintf("#%d options %d growth %d links %+v sizes %v", i, c.opts, c.growth, c.links, c.sizes)
 		if ch, err := ParseChainHeader(c.header(), craftedCap); err == nil {
@@ -292,7 +302,7 @@ func TestCraftedChainHeadersLoseNothing(t *testing.T) {
 			checkChainNoLoss(t, ch, 100+r.IntN(300), "RESTORE "+what)
 		}
 	}
-	if accepted["LOADCHUNK"] < 300 || accepted["RESTORE"] < 300 {
+	if accepted["LOADCHUNK"] < 200 || accepted["RESTORE"] < 200 {
 		t.Fatalf("too few headers accepted to say much: %v", accepted)
 	}
 	t.Logf("accepted: %v", accepted)
