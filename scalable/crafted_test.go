@@ -39,18 +39,6 @@ func randCuckooFields(r *rand.Rand) (items, nb, dels, nf uint64, bs, mi, exp uin
 	return
 }
 
-func cuckooHeaderOf(items, nb, dels, nf uint64, bs, mi, exp uint16) []byte {
-	b := make([]byte, CuckooHeaderSize)
-	binary.LittleEndian.PutUint64(b[0:], items)
-	binary.LittleEndian.PutUint64(b[8:], nb)
-	binary.LittleEndian.PutUint64(b[16:], dels)
-	binary.LittleEndian.PutUint64(b[24:], nf)
-	binary.LittleEndian.PutUint16(b[32:], bs)
-	binary.LittleEndian.PutUint16(b[34:], mi)
-	binary.LittleEndian.PutUint16(b[36:], exp)
-	return b
-}
-
 // cuckooRDBOf is the CFRdbSave encoding of the same fields, with
 // sub-filters of numBuckets × expansion^i buckets filled by fill (junk
 // fingerprints are no acknowledged add: they may be anything).
@@ -144,7 +132,7 @@ func TestCraftedCuckooHeadersLoseNothing(t *testing.T) {
 		items, nb, dels, nf, bs, mi, exp := randCuckooFields(r)
 		what := fmt.Sprintf("#%d items %d buckets %d deletes %d filters %d bucket size %d max iterations %d expansion %d",
 			i, items, nb, dels, nf, bs, mi, exp)
-		if cf, err := ParseCuckooHeader(cuckooHeaderOf(items, nb, dels, nf, bs, mi, exp), craftedCap); err == nil {
+		if cf, err := ParseCuckooHeader(cfHeader(items, nb, dels, nf, bs, mi, exp), craftedCap); err == nil {
 			accepted["LOADCHUNK"]++
 			checkCuckooNoLoss(t, cf, 100+r.IntN(100), "LOADCHUNK "+what)
 		}
@@ -162,7 +150,7 @@ func TestCraftedCuckooHeadersLoseNothing(t *testing.T) {
 		}
 	}
 	// The reported header, both ways: 2,000 adds.
-	h := cuckooHeaderOf(0, 2, 0, 1, 1, 500, 3)
+	h := cfHeader(0, 2, 0, 1, 1, 500, 3)
 	cf, err := ParseCuckooHeader(h, craftedCap)
 	if err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func FuzzCuckooHeader(f *testing.F) {
 	f.Add(mustHex("0100000000000000040000000000000000000000000000000100000000000000020014000180"))
 	f.Add(mustHex("0100000000000000040000000000000000000000000000000200000000000000020014000300"))
 	// Issue #24: buckets 2, bucket size 1, max iterations 500, expansion 3.
-	f.Add(cuckooHeaderOf(0, 2, 0, 1, 1, 500, 3))
+	f.Add(cfHeader(0, 2, 0, 1, 1, 500, 3))
 	f.Fuzz(func(t *testing.T, hdr []byte) {
 		cf, err := ParseCuckooHeader(hdr, 1<<20)
 		if err != nil {
