@@ -38,6 +38,42 @@ func NewCuckooTable(numBuckets uint32, bucketSize uint8) *CuckooTable {
 	return t
 }
 
+// Regular reports whether a fingerprint's place in this table tells its
+// bucket and its partner bucket: the bucket count is a power of two, so
+// AltHash(fp, h mod n) mod n is the other candidate of every item there,
+// and every bucket starts where index puts it, without the wrap of
+// RedisBloom's 32-bit index (n × bucket size ≤ 2^32).
+//
+// Every table RedisBloom creates below 4 GiB is regular. A crafted dump
+// header can make others (a Cuckoo expansion of 3 gives sub-filters of
+// 3·2^k buckets), and so can a reserve of 4 GiB or more; RedisBloom's
+// kick-out there moves fingerprints into buckets their items are never
+// looked up in, and acknowledged adds go missing. Such a table here takes
+// fingerprints only in an item's own two buckets: no kick-out
+// (KickInsert), and a compaction moves none out of it and into it only
+// by the bucket it came from (CanRelocateFrom, PartnerKnown).
+func (t *CuckooTable) Regular() bool {
+	n := uint64(t.NumBuckets)
+	return n&(n-1) == 0 && n*uint64(t.BucketSize) <= 1<<32
+}
+
+// CanRelocateFrom reports whether slot b·BucketSize+s of this table is a
+// slot of bucket b for the item whose fingerprint sits there, so that a
+// compaction may move it by the bucket b: true unless the 32-bit index
+// wraps (n × bucket size > 2^32), where buckets overlap and alias.
+func (t *CuckooTable) CanRelocateFrom() bool {
+	return uint64(t.NumBuckets)*uint64(t.BucketSize) <= 1<<32
+}
+
+// PartnerKnown reports whether AltHash(fp, b) mod n, for any b congruent
+// to one of an item's hashes modulo n, is the item's other bucket here:
+// only for a power-of-two bucket count, where XOR and the remainder
+// commute.
+func (t *CuckooTable) PartnerKnown() bool {
+	n := uint64(t.NumBuckets)
+	return n&(n-1) == 0
+}
+
 // Set stores fingerprint fp (0 clears) in slot i.
 func (t *CuckooTable) Set(i int, fp uint8) {
 	t.Data[i] = fp
@@ -50,14 +86,16 @@ func (t *CuckooTable) Write(off int, src []byte) {
 	t.markRange(uint64(off), uint64(len(src)))
 }
 
-// index is SubCF_GetIndex, including its truncation to 32 bits.
-func (t *CuckooTable) index(h uint64) uint32 {
-	return uint32(h%uint64(t.NumBuckets)) * uint32(t.BucketSize)
+// index is SubCF_GetIndex, including its truncation to 32 bits; the
+// bucket's slots follow it in 64-bit arithmetic, as RedisBloom's pointer
+// does (a table of 2^31 buckets of 2 has its last bucket at 2^32 − 2).
+func (t *CuckooTable) index(h uint64) uint64 {
+	return uint64(uint32(h%uint64(t.NumBuckets)) * uint32(t.BucketSize))
 }
 
 func (t *CuckooTable) bucket(h uint64) []byte {
 	i := t.index(h)
-	return t.Data[i : i+uint32(t.BucketSize)]
+	return t.Data[i : i+uint64(t.BucketSize)]
 }
 
 // Contains reports whether the fingerprint sits in either candidate bucket.
@@ -93,7 +131,7 @@ func (t *CuckooTable) Count(l Lookup) uint64 {
 func (t *CuckooTable) Delete(l Lookup) bool {
 	for _, h := range [2]uint64{l.H1, l.H2} {
 		base := t.index(h)
-		for i := uint32(0); i < uint32(t.BucketSize); i++ {
+		for i := uint64(0); i < uint64(t.BucketSize); i++ {
 			if t.Data[base+i] == l.FP {
 				t.Set(int(base+i), 0)
 				return true
@@ -108,7 +146,7 @@ func (t *CuckooTable) Delete(l Lookup) bool {
 func (t *CuckooTable) FreeSlot(l Lookup) int {
 	for _, h := range [2]uint64{l.H1, l.H2} {
 		base := t.index(h)
-		for i := uint32(0); i < uint32(t.BucketSize); i++ {
+		for i := uint64(0); i < uint64(t.BucketSize); i++ {
 			if t.Data[base+i] == 0 {
 				return int(base + i)
 			}
@@ -120,21 +158,25 @@ func (t *CuckooTable) FreeSlot(l Lookup) int {
 // KickInsert is RedisBloom's Filter_KOInsert: starting at bucket H1 mod n
 // with victim slot 0, swap the fingerprint in, move the evicted one to its
 // alternate bucket, and stop at the first empty slot; after maxIterations
-// every swap is undone in reverse, leaving the table as it was.
+// every swap is undone in reverse, leaving the table as it was. A table
+// that is not Regular takes no kick-out: it answers false at once.
 func (t *CuckooTable) KickInsert(l Lookup, maxIterations uint16) bool {
+	if !t.Regular() {
+		return false
+	}
 	n := uint64(t.NumBuckets)
-	bs := uint32(t.BucketSize)
+	bs := uint64(t.BucketSize)
 	fp := l.FP
-	victim := uint32(0)
-	ii := uint32(l.H1 % n)
-	swap := func(i uint32) {
+	victim := uint64(0)
+	ii := l.H1 % n
+	swap := func(i uint64) {
 		old := t.Data[i]
 		t.Set(int(i), fp)
 		fp = old
 	}
 	for c := uint16(0); c < maxIterations; c++ {
 		swap(ii*bs + victim)
-		ii = uint32(AltHash(fp, uint64(ii)) % n)
+		ii = AltHash(fp, ii) % n
 		for j := ii * bs; j < ii*bs+bs; j++ {
 			if t.Data[j] == 0 {
 				t.Set(int(j), fp)
@@ -145,7 +187,7 @@ func (t *CuckooTable) KickInsert(l Lookup, maxIterations uint16) bool {
 	}
 	for c := uint16(0); c < maxIterations; c++ {
 		victim = (victim + bs - 1) % bs
-		ii = uint32(AltHash(fp, uint64(ii)) % n)
+		ii = AltHash(fp, ii) % n
 		swap(ii*bs + victim)
 	}
 	return false

@@ -1,12 +1,14 @@
 package keyspace
 
 import (
+	"fmt"
 	"reflect"
 	"runtime"
 	"strconv"
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 const capBytes = 1 << 26
@@ -55,7 +57,7 @@ func TestDumpRestoreRoundTrip(t *testing.T) {
 }
 
 // FuzzDecodeDump: a RESTORE payload is refused or decoded within the cap,
-// never a panic. The checksum is recomputed so the fuzzer reaches the body.
+// never a panic, into a filter that finds every add it acknowledges. The checksum is recomputed so the fuzzer reaches the body.
 func FuzzDecodeDump(f *testing.F) {
 	k := New()
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: capBytes})
@@ -67,8 +69,31 @@ func FuzzDecodeDump(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p := sealForFuzz(body)
 		v, err := decodeDump(p, 1<<20)
-		if err == nil && MemoryUsage(v) > 1<<21 {
+		if err != nil {
+			return
+		}
+		if MemoryUsage(v) > 1<<21 {
 			t.Fatalf("decoded %d bytes past the cap", MemoryUsage(v))
+		}
+		// Whatever the restored fields, an add it acknowledges is found.
+		var acked [][]byte
+		for i := range 64 {
+			it := []byte(fmt.Sprintf("item%d", i))
+			switch v.Kind {
+			case KindBloom:
+				if _, err := v.Bloom().Add(it, 1<<20); err == nil {
+					acked = append(acked, it)
+				}
+			case KindCuckoo:
+				if v.Cuckoo().Insert(it, false, 1<<20) == scalable.Inserted {
+					acked = append(acked, it)
+				}
+			}
+		}
+		for _, it := range acked {
+			if (v.Kind == KindBloom && !v.Bloom().Test(it)) || (v.Kind == KindCuckoo && !v.Cuckoo().Exists(it)) {
+				t.Fatalf("restored filter lost acknowledged add %q", it)
+			}
 		}
 	})
 }

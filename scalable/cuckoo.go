@@ -221,8 +221,16 @@ func (c *Cuckoo) compactLocked(cont bool) {
 	c.numDeletes = 0
 }
 
+// compactSingle is CuckooFilter_CompactSingle: each fingerprint of
+// sub-filter fi moves to the first older sub-filter with room in bucket
+// b mod m (b the bucket it sits in) or its partner there. Only what keeps
+// it in one of its item's buckets is done (engine.CuckooTable.Regular):
+// nothing moves out of a table whose index wraps (an empty one is still
+// dropped), and into a table whose
+// bucket count is not a power of two only by b.
 func (c *Cuckoo) compactSingle(fi int) bool {
 	t := c.filters[fi]
+	movable := t.CanRelocateFrom()
 	ok := true
 	bs := uint64(t.BucketSize)
 	for b := uint64(0); b < uint64(t.NumBuckets); b++ {
@@ -231,10 +239,18 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 			if fp == 0 {
 				continue
 			}
+			if !movable {
+				ok = false
+				continue
+			}
 			l := engine.Lookup{H1: b, H2: engine.AltHash(fp, b), FP: fp}
 			moved := false
 			for j := 0; j < fi; j++ {
-				if slot := c.filters[j].FreeSlot(l); slot >= 0 {
+				lj := l
+				if !c.filters[j].PartnerKnown() {
+					lj.H2 = b
+				}
+				if slot := c.filters[j].FreeSlot(lj); slot >= 0 {
 					c.filters[j].Set(slot, fp)
 					t.Set(int(b*bs+s), 0)
 					moved = true

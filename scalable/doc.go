@@ -14,4 +14,8 @@
 //
 // Trade-offs: a chain's item count is derived from its links; legacy 32-bit
 // and power-of-two links load and answer, but new filters never use them.
+// A loaded Cuckoo header may declare an expansion CF.RESERVE would round
+// to a power of two; its sizes are kept, and its sub-filters that are not
+// engine.CuckooTable.Regular take no kick-out, so that no acknowledged add
+// is lost where RedisBloom's own filter loses them (docs/COMMANDS.md).
 package scalable

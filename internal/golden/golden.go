@@ -42,6 +42,11 @@ type Record struct {
 	// the record measures, and its filter type.
 	Recipe string `json:"recipe"`
 	Type   string `json:"type"`
+	// Lossy (crafted.jsonl): RedisBloom's filter under this record's key
+	// missed adds it acknowledged, and bfserver's differs on purpose (see
+	// engine.CuckooTable.Regular): adds are compared, an MEXISTS must find
+	// every item, other replies about the key are not compared.
+	Lossy bool `json:"lossy"`
 }
 
 // Argv decodes the command's arguments.
