@@ -389,7 +389,7 @@ func TestSaveCommands(t *testing.T) {
 		return i["rdb_bgsave_in_progress"] == "0" && i["rdb_saves"] == "2" && i["rdb_last_bgsave_status"] == "ok"
 	})
 	digest := func() string {
-		d, err := c.Do(ctx(t), "BF.DIGEST", "big").Text()
+		d, err := c.Do(ctx(t), "BFX.DIGEST", "big").Text()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestOnlineBackup(t *testing.T) {
 	<-done
 	want := map[string]string{}
 	for _, k := range []string{"b1", "b2", "c1"} {
-		want[k] = c.Do(ctx(t), "BF.DIGEST", k).Val().(string)
+		want[k] = c.Do(ctx(t), "BFX.DIGEST", k).Val().(string)
 	}
 	file := filepath.Join(backups, "node.bfbackup")
 	if err := c.Do(ctx(t), "BFBACKUP", "node.bfbackup").Err(); err != nil {
@@ -78,7 +78,7 @@ func TestOnlineBackup(t *testing.T) {
 	restored.launch()
 	rc := restored.client(2)
 	for k, d := range want {
-		if got := rc.Do(ctx(t), "BF.DIGEST", k).Val(); got != d {
+		if got := rc.Do(ctx(t), "BFX.DIGEST", k).Val(); got != d {
 			t.Fatalf("%s: restored digest %v, the source's at the backup %s", k, got, d)
 		}
 	}
@@ -98,7 +98,7 @@ func TestOnlineBackup(t *testing.T) {
 	})
 	jc := joiner.client(2)
 	for k := range want {
-		if a, b := rc.Do(ctx(t), "BF.DIGEST", k).Val(), jc.Do(ctx(t), "BF.DIGEST", k).Val(); a != b {
+		if a, b := rc.Do(ctx(t), "BFX.DIGEST", k).Val(), jc.Do(ctx(t), "BFX.DIGEST", k).Val(); a != b {
 			t.Fatalf("%s differs between the restored node and its joiner", k)
 		}
 	}
@@ -129,7 +129,7 @@ func TestBackupConfinedToDir(t *testing.T) {
 	if err := c.Do(ctx(t), "BF.ADD", "f", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	digest := c.Do(ctx(t), "BF.DIGEST", "f").Val()
+	digest := c.Do(ctx(t), "BFX.DIGEST", "f").Val()
 	dataBefore := dirListing(t, n.dataDir)
 	for _, path := range []string{
 		filepath.Join(outside, "b"), "../b", filepath.Join(backups, "..", filepath.Base(outside), "b"), "out/b",
@@ -159,7 +159,7 @@ func TestBackupConfinedToDir(t *testing.T) {
 	var got any
 	var err error
 	waitFor(t, 10*time.Second, "the restored node answers", func() bool {
-		got, err = rc.Do(ctx(t), "BF.DIGEST", "f").Result()
+		got, err = rc.Do(ctx(t), "BFX.DIGEST", "f").Result()
 		return err == nil || !strings.Contains(err.Error(), "CLUSTERDOWN") && !strings.Contains(err.Error(), "TRYAGAIN")
 	})
 	if got != digest {

@@ -365,7 +365,7 @@ func TestInvalidEntrySameEverywhere(t *testing.T) {
 			if c.Do(ctx(t), "BF.EXISTS", "k", "second").Val() != int64(1) {
 				return false
 			}
-			digests = append(digests, c.Do(ctx(t), "BF.DIGEST", "k").Val().(string))
+			digests = append(digests, c.Do(ctx(t), "BFX.DIGEST", "k").Val().(string))
 		}
 		return true
 	})

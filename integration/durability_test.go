@@ -135,9 +135,9 @@ func digestsOf(t *testing.T, c *redis.Client) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, k := range loadKeys {
-		d, err := untilServed(t, c, "BF.DIGEST", k.key).Text()
+		d, err := untilServed(t, c, "BFX.DIGEST", k.key).Text()
 		if err != nil {
-			t.Fatalf("BF.DIGEST %s: %v", k.key, err)
+			t.Fatalf("BFX.DIGEST %s: %v", k.key, err)
 		}
 		out[k.key] = d
 	}

@@ -121,8 +121,8 @@ func TestDamagedLogStopsTheNode(t *testing.T) {
 			return err1 == nil && err2 == nil && a == 1 && b == 1
 		})
 		for _, key := range []string{"rl:key", "rl:cf"} {
-			want := lc.Do(ctx(t), "BF.DIGEST", key).Val()
-			if got := f.client(2).Do(ctx(t), "BF.DIGEST", key).Val(); got != want {
+			want := lc.Do(ctx(t), "BFX.DIGEST", key).Val()
+			if got := f.client(2).Do(ctx(t), "BFX.DIGEST", key).Val(); got != want {
 				t.Fatalf("%s: the recovered follower's digest %v, the leader's %v", key, got, want)
 			}
 		}

@@ -167,7 +167,7 @@ func TestLargeSnapshotInstall(t *testing.T) {
 	waitFor(t, 60*time.Second, "identical digests on every node", func() bool {
 		var first string
 		for i, n := range nodes {
-			d, err := n.client(2).Do(ctx(t), "BF.DIGEST", "big").Text()
+			d, err := n.client(2).Do(ctx(t), "BFX.DIGEST", "big").Text()
 			if err != nil {
 				return false
 			}
@@ -283,7 +283,7 @@ func TestLargeLoadChunk(t *testing.T) {
 					t.Fatalf("chunk %d: marker %q: the pipeline's writes were reordered", i, s)
 				}
 			}
-			want := fc.Do(c, "BF.DIGEST", "src").Val()
+			want := fc.Do(c, "BFX.DIGEST", "src").Val()
 			// Past the end: the largest chunk moved by a mebibyte, which
 			// its first piece alone would not be.
 			ch := chunks[largest]
@@ -295,7 +295,7 @@ func TestLargeLoadChunk(t *testing.T) {
 			for _, n := range nodes {
 				nc := n.client(2)
 				waitFor(t, 30*time.Second, "the source's digest on "+n.addr, func() bool {
-					return nc.Do(c, "BF.DIGEST", "dst").Val() == want
+					return nc.Do(c, "BFX.DIGEST", "dst").Val() == want
 				})
 				res, err := nc.Do(c, append([]any{k.prefix + ".MEXISTS", "dst"}, items...)...).Slice()
 				if err != nil {
@@ -375,7 +375,7 @@ func TestRestartFromBase(t *testing.T) {
 	must(append([]any{"BF.MADD", "late"}, items("d", 5000)...)...)
 	digests := map[string]string{}
 	for _, key := range []string{"big", "cf", "late"} {
-		digests[key] = c.Do(cx, "BF.DIGEST", key).Val().(string)
+		digests[key] = c.Do(cx, "BFX.DIGEST", key).Val().(string)
 	}
 	n.kill()
 	n.launch()
@@ -385,7 +385,7 @@ func TestRestartFromBase(t *testing.T) {
 		t.Fatalf("the start read %d bytes from a base of %d: want the large arrays but the one written since", got, base)
 	}
 	for key, want := range digests {
-		if got := c.Do(cx, "BF.DIGEST", key).Val(); got != want {
+		if got := c.Do(cx, "BFX.DIGEST", key).Val(); got != want {
 			t.Fatalf("%s: digest %v after the restart, %v before", key, got, want)
 		}
 	}

@@ -93,7 +93,7 @@ func populate(t *testing.T, n *node) []filterKey {
 }
 
 // sameFilters checks every filter of keys on b against a: the same dump
-// bytes, the same INFO, BF.DIGEST equal for keys without a TTL (the digest
+// bytes, the same INFO, BFX.DIGEST equal for keys without a TTL (the digest
 // covers the expiry), and TTLs within the PTTL round trip.
 func sameFilters(t *testing.T, a, b *node, keys []filterKey) {
 	t.Helper()
@@ -121,7 +121,7 @@ func sameFilters(t *testing.T, a, b *node, keys []filterKey) {
 			t.Errorf("db%d %q: target PTTL %v, want none", k.db, k.key, pb)
 		}
 		if da, db := digestOf(t, ca, k.key), digestOf(t, cb, k.key); da != db {
-			t.Errorf("db%d %q: BF.DIGEST %s, target %s", k.db, k.key, da, db)
+			t.Errorf("db%d %q: BFX.DIGEST %s, target %s", k.db, k.key, da, db)
 		}
 	}
 }
@@ -145,7 +145,7 @@ func migrateArgs(from, to *node, extra ...string) []string {
 
 // TestMigrateRoundTrip copies every filter of every database from one
 // bfserver into another, and back into the first after its filters were
-// deleted: dumps, INFO, BF.DIGEST and TTLs equal; strings left alone on
+// deleted: dumps, INFO, BFX.DIGEST and TTLs equal; strings left alone on
 // both sides; no temporary keys; a second run copies nothing.
 func TestMigrateRoundTrip(t *testing.T) {
 	a, b := start(t), start(t)

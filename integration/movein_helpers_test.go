@@ -190,13 +190,13 @@ func (lt *liveTool) wait(t *testing.T) int {
 	return 0
 }
 
-// digestOf is BF.DIGEST (bfserver's own: SHA-256 of the filter's state,
+// digestOf is BFX.DIGEST (bfserver's own: SHA-256 of the filter's state,
 // its expiry included).
 func digestOf(t *testing.T, c *redis.Client, key string) string {
 	t.Helper()
-	d, err := c.Do(ctx(t), "BF.DIGEST", key).Text()
+	d, err := c.Do(ctx(t), "BFX.DIGEST", key).Text()
 	if err != nil {
-		t.Fatalf("BF.DIGEST %q: %v", key, err)
+		t.Fatalf("BFX.DIGEST %q: %v", key, err)
 	}
 	return d
 }

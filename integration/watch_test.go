@@ -98,7 +98,7 @@ print("ok", calls[0] - 2 * n)
 // same keys, while a writer on the leader keeps touching one of them
 // without changing it (BF.ADD of a present item). Every increment lands
 // once: the counters end exact, no update lost. Then every node holds the
-// same bytes for every key, aborted transactions included (BF.DIGEST).
+// same bytes for every key, aborted transactions included (BFX.DIGEST).
 func TestWatchCluster(t *testing.T) {
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import redis").CombinedOutput(); err != nil {
@@ -220,9 +220,9 @@ func TestWatchCluster(t *testing.T) {
 		c := n.client(2)
 		var out []string
 		for _, k := range []string{"card", "cards", "ctr"} {
-			d, err := c.Do(cx, "BF.DIGEST", k).Text()
+			d, err := c.Do(cx, "BFX.DIGEST", k).Text()
 			if err != nil {
-				t.Fatalf("BF.DIGEST %s on %s: %v", k, n.addr, err)
+				t.Fatalf("BFX.DIGEST %s on %s: %v", k, n.addr, err)
 			}
 			out = append(out, k+"="+d)
 		}

@@ -240,3 +240,21 @@ func aclLogView(t *testing.T, b []byte, volatile []string) rnode {
 	}
 	return n
 }
+
+// TestACLCatModuleExact: the bloom and cuckoo categories list exactly what
+// RedisBloom 8.8.0 lists (captured from the anchor with redis-cli ACL CAT
+// bloom|cuckoo), so bfserver's own commands (BFX.*) stay out of them.
+func TestACLCatModuleExact(t *testing.T) {
+	want := map[string]string{
+		"bloom":  "bf.add bf.card bf.debug bf.exists bf.info bf.insert bf.loadchunk bf.madd bf.mexists bf.reserve bf.scandump",
+		"cuckoo": "cf.add cf.addnx cf.compact cf.count cf.debug cf.del cf.exists cf.info cf.insert cf.insertnx cf.loadchunk cf.mexists cf.reserve cf.scandump",
+	}
+	srv := startServer(t, nil)
+	cl := dial(t, srv)
+	for cat, list := range want {
+		got := listSet(parseReply(t, []byte(cl.run(t, "ACL", "CAT", cat))))
+		if strings.Join(got, " ") != list {
+			t.Errorf("ACL CAT %s: %v, want %s", cat, got, list)
+		}
+	}
+}

@@ -50,7 +50,7 @@ type keySpec struct {
 
 // ownDocs describes the commands only bfserver has, in Redis's shape.
 var ownDocs = map[string]*cmdDoc{
-	"bf.digest": {
+	"bfx.digest": {
 		summary:    "Returns a digest of the full state of a Bloom or Cuckoo filter as this node holds it",
 		since:      "1.0.0",
 		group:      "generic",

@@ -348,7 +348,7 @@ func TestCommandIntrospectionOddNames(t *testing.T) {
 		{[]string{"COMMAND", "GETKEYS", "DEL"}, "-ERR Invalid number of arguments specified for command\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "CONFIG"}, "-ERR The command has no key arguments\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "CONFIG", "NOSUCH"}, "-ERR Invalid command specified\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "bf.digest", "k"}, "*1\r\n$1\r\nk\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "bfx.digest", "k"}, "*1\r\n$1\r\nk\r\n"},
 		{[]string{"COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "gEt"}, "*1\r\n*2\r\n$1\r\nk\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "COMMAND", "GETKEYS", "BF.ADD", "k", "x"}, "-ERR The command has no key arguments\r\n"},
 	} {

@@ -53,8 +53,10 @@ func init() {
 	keyCmd("get", 2, rdFast, []string{"@read", "@string", "@fast"}, 1, 1, 1, parseKeyOnly(command.Get), renderBulk)
 	keyCmd("dump", 2, rd, catKeyRS, 1, 1, 1, parseKeyOnly(command.Dump), renderBulk)
 	keyCmd("restore", -4, []string{"write", "denyoom"}, []string{"@keyspace", "@write", "@slow", "@dangerous"}, 1, 1, 1, parseRestore, renderOK)
-	keyCmd("bf.digest", 2, rdFast, []string{"@read", "@bloom"}, 1, 1, 1, parseKeyOnly(command.Digest), renderBulk)
-	commands["bf.digest"].keyFlags = []string{"RO", "access"} // it reads the value: %R~ patterns allow it
+	keyCmd("bfx.digest", 2, rd, []string{"@read", "@slow"}, 1, 1, 1, parseKeyOnly(command.Digest), renderBulk)
+	// bfserver's own (the BFX. prefix, which RedisBloom does not use): ACL CAT
+	// bloom lists only what RedisBloom lists.
+	commands["bfx.digest"].keyFlags = []string{"RO", "access"} // it reads the value: %R~ patterns allow it
 	register(&spec{name: "object", arity: -2, subs: map[string]*spec{
 		"encoding": {name: "encoding", arity: 3, flags: rd, first: 2, last: 2, step: 1, cats: catKeyRS,
 			parse: func(s *session, a [][]byte) (command.Cmd, string) {
