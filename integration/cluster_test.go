@@ -43,6 +43,13 @@ var clusterAuthFlags = []string{"--cluster-secret", "--cluster-secret-file", "--
 
 func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node {
 	t.Helper()
+	return startClusterPrep(t, ips, p, nil, args...)
+}
+
+// startClusterPrep is startClusterTLS with prep, when set, called on each
+// node before it first starts (to set its bin or env).
+func startClusterPrep(t *testing.T, ips []string, p *pki, prep func(*node), args ...string) []*node {
+	t.Helper()
 	if !slices.ContainsFunc(args, func(a string) bool { return slices.Contains(clusterAuthFlags, a) }) {
 		args = append([]string{"--cluster-secret", testSecret}, args...)
 	}
@@ -52,6 +59,9 @@ func startClusterTLS(t *testing.T, ips []string, p *pki, args ...string) []*node
 		n.args = append([]string{"--node-id", fmt.Sprintf("n%d", i+1)}, args...)
 		if i > 0 {
 			n.args = append(n.args, "--join", nodes[0].addr)
+		}
+		if prep != nil {
+			prep(n)
 		}
 		n.launch()
 		nodes = append(nodes, n)
