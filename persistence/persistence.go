@@ -34,6 +34,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"slices"
@@ -54,6 +55,11 @@ import (
 var (
 	// ErrCorrupt: a stored record or a snapshot stream does not decode.
 	ErrCorrupt = errors.New("persistence: corrupt image")
+	// ErrChecksum: a snapshot stream decoded but its checksum does not
+	// match its bytes: it was damaged after its writer summed them (in
+	// transit, or on a disk on the way). Nothing was installed. It is
+	// also ErrCorrupt (errors.Is).
+	ErrChecksum error = checksumError{}
 	// ErrNoSpace: the filesystem lacks room for the write and its
 	// reserve. It is syscall.ENOSPC (errors.Is), as a full disk's is.
 	ErrNoSpace error = noSpace{}
@@ -65,6 +71,11 @@ var (
 )
 
 type noSpace struct{}
+
+type checksumError struct{}
+
+func (checksumError) Error() string        { return "persistence: snapshot checksum mismatch" }
+func (checksumError) Is(target error) bool { return target == ErrCorrupt }
 
 func (noSpace) Error() string        { return "no space left on device" }
 func (noSpace) Is(target error) bool { return target == syscall.ENOSPC }
@@ -578,13 +589,28 @@ func (s *Store) Load() (*keyspace.Keyspace, uint64, error) {
 
 // ---- snapshots ----
 
-// Snapshot format: magic, then records (uvarint key length, key, uvarint
-// value length, value) in key order, then a zero-length key.
-const snapMagic = "bfsnap1\n"
+// Snapshot format (docs/STORAGE.md, Snapshot streams): a magic that names
+// the version, then records (uvarint key length, key, uvarint value
+// length, value) in key order, then a zero-length key. Version 2 follows
+// that with a trailer, the CRC-32C (Castagnoli, big-endian) of every byte
+// before it, magic included, and then the stream ends. Raft's own CRC
+// covers what a receiver wrote to its disk, not what the sender read: the
+// trailer is computed by the writer as it streams and checked by the
+// reader before the image changes, so a stream damaged anywhere between
+// them is refused whole. Version 1 (no trailer) is still read: snapshots
+// and backups that older versions wrote.
+const (
+	snapMagic   = "bfsnap2\n"
+	snapMagicV1 = "bfsnap1\n"
+)
 
 // maxRecord bounds one record read from a stream: a key of 512 MiB plus
 // headroom, or a string value of the same size.
 const maxRecord = 1 << 30
+
+// snapStep is how much of a record ReadSnapshot reads before it grows its
+// buffer for more.
+const snapStep = 1 << 20
 
 // Snapshot is a frozen point-in-time view of the image.
 type Snapshot struct{ snap *pebble.Snapshot }
@@ -602,15 +628,26 @@ func (s *Store) WriteSnapshot(w io.Writer) error {
 	return snap.Stream(w)
 }
 
-// Stream writes the frozen image.
+// crcWriter sums what passes through it on its way to a buffered writer.
+type crcWriter struct {
+	w   *bufio.Writer
+	crc uint32
+}
+
+func (c *crcWriter) Write(p []byte) {
+	c.crc = crc32.Update(c.crc, castagnoli, p)
+	c.w.Write(p) // its error sticks: Flush reports it
+}
+
+// Stream writes the frozen image, in the current version.
 func (s *Snapshot) Stream(w io.Writer) error {
 	it, err := s.snap.NewIter(nil)
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	bw := bufio.NewWriterSize(w, 1<<20)
-	bw.WriteString(snapMagic)
+	cw := &crcWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	cw.Write([]byte(snapMagic))
 	var hdr [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
 		if isBaseKey(it.Key()) {
@@ -618,25 +655,53 @@ func (s *Snapshot) Stream(w io.Writer) error {
 		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {
 			n := binary.PutUvarint(hdr[:], uint64(len(part)))
-			bw.Write(hdr[:n])
-			bw.Write(part)
+			cw.Write(hdr[:n])
+			cw.Write(part)
 		}
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	bw.WriteByte(0)
-	return bw.Flush()
+	cw.Write([]byte{0})
+	cw.w.Write(binary.BigEndian.AppendUint32(nil, cw.crc))
+	return cw.w.Flush()
+}
+
+// crcReader sums the bytes read through it (not what its buffer holds
+// ahead of them).
+type crcReader struct {
+	r   *bufio.Reader
+	crc uint32
+}
+
+func (c *crcReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.crc = crc32.Update(c.crc, castagnoli, []byte{b})
+	}
+	return b, err
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	return n, err
 }
 
 // ReadSnapshot replaces the whole image with a stream from WriteSnapshot,
-// atomically: on any error the old image is untouched. It holds one record
-// in memory at a time.
+// atomically: on any error the old image is untouched. The new image is
+// built aside (a table not yet ingested) and goes in only once the whole
+// stream decoded, its checksum matched and it ended there; a mismatch is
+// ErrChecksum. It holds one record in memory at a time.
 func (s *Store) ReadSnapshot(r io.Reader) error {
-	br := bufio.NewReaderSize(r, 1<<20)
+	cr := &crcReader{r: bufio.NewReaderSize(r, 1<<20)}
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapMagic {
-		return ErrCorrupt
+	if _, err := io.ReadFull(cr, magic); err != nil {
+		return fmt.Errorf("%w: the snapshot stream ends before its header", ErrCorrupt)
+	}
+	v1 := string(magic) == snapMagicV1
+	if !v1 && string(magic) != snapMagic {
+		return fmt.Errorf("%w: the stream is not a snapshot of a version this build reads (header %q)", ErrCorrupt, magic)
 	}
 	t, err := s.newTable(0)
 	if err != nil {
@@ -649,19 +714,28 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 		return err
 	}
 	var key, val []byte
+	var records uint64
 	read := func(buf []byte) ([]byte, error) {
-		n, err := binary.ReadUvarint(br)
+		n, err := binary.ReadUvarint(cr)
 		if err != nil || n > maxRecord {
-			return nil, ErrCorrupt
+			return nil, fmt.Errorf("%w: record %d of the snapshot stream: bad length", ErrCorrupt, records)
 		}
-		buf = slices.Grow(buf[:0], int(n))[:n]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil, ErrCorrupt
+		// The buffer grows with the bytes that arrive, a step at a
+		// time: a length the stream does not carry costs no more than
+		// the bytes it did.
+		buf = buf[:0]
+		for uint64(len(buf)) < n {
+			step := min(n-uint64(len(buf)), snapStep)
+			buf = slices.Grow(buf, int(step))
+			if _, err := io.ReadFull(cr, buf[len(buf):len(buf)+int(step)]); err != nil {
+				return nil, fmt.Errorf("%w: record %d of the snapshot stream: cut short", ErrCorrupt, records)
+			}
+			buf = buf[:len(buf)+int(step)]
 		}
 		return buf, nil
 	}
 	var prev []byte
-	for {
+	for ; ; records++ {
 		if key, err = read(key); err != nil {
 			t.Abort()
 			return err
@@ -675,7 +749,7 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 		}
 		if key[0] == 0 || key[0] == 0xff || (prev != nil && string(key) <= string(prev)) {
 			t.Abort()
-			return ErrCorrupt
+			return fmt.Errorf("%w: record %d of the snapshot stream: key out of order", ErrCorrupt, records)
 		}
 		prev = append(prev[:0], key...)
 		if isBaseKey(key) {
@@ -687,6 +761,24 @@ func (s *Store) ReadSnapshot(r io.Reader) error {
 			t.Abort()
 			return err
 		}
+	}
+	if !v1 {
+		sum := cr.crc
+		var trailer [4]byte
+		if _, err := io.ReadFull(cr.r, trailer[:]); err != nil {
+			t.Abort()
+			return fmt.Errorf("%w: the snapshot stream ends before its checksum", ErrCorrupt)
+		}
+		if got := binary.BigEndian.Uint32(trailer[:]); got != sum {
+			t.Abort()
+			return fmt.Errorf("%w: the stream sums to %08x, its trailer says %08x", ErrChecksum, sum, got)
+		}
+	}
+	// Nothing follows: a stream with more (a version 2 stream whose
+	// header was damaged into version 1's) is not the one written.
+	if _, err := cr.r.ReadByte(); err != io.EOF {
+		t.Abort()
+		return fmt.Errorf("%w: bytes after the end of the snapshot stream", ErrCorrupt)
 	}
 	if err := t.Commit(); err != nil {
 		return err

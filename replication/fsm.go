@@ -74,6 +74,9 @@ type fsm struct {
 	onConfig func(raft.Configuration) // told every committed membership
 	onHalt   func(error)              // told once, when the state machine halts
 	onDisk   func(fault, error)       // told how each write to disk went
+	// installed and refused count the snapshots Restore installed and
+	// those it refused as damaged, for INFO persistence.
+	installed, refused atomic.Uint64
 }
 
 const (
@@ -468,8 +471,22 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.flushMu.Lock()
 	defer f.flushMu.Unlock()
 	if err := f.store.ReadSnapshot(rc); err != nil {
+		if errors.Is(err, persistence.ErrCorrupt) {
+			// Damaged after its writer summed it (persistence: Snapshot
+			// format), not a fault of this node's disk. Raft answers the
+			// leader with the error, and the leader sends it again.
+			f.refused.Add(1)
+			id := ""
+			if s, ok := rc.(*storedSnapshot); ok {
+				id = s.id
+				s.discard(f.log)
+			}
+			f.log.Warn("refused a damaged snapshot: nothing of it was installed", "id", id, "err", err)
+			return err
+		}
 		return f.report(faultImage, err)
 	}
+	f.installed.Add(1)
 	f.mu.Lock()
 	f.ks.Store(keyspace.NewLoading())
 	f.mu.Unlock()

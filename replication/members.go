@@ -276,8 +276,9 @@ func (n *Node) MemoryInfo() (image, log uint64) {
 
 // ImageInfo is INFO persistence's account of the image's writes since the
 // node started: tables ingested, the filter bytes they carried, the bytes
-// written for them (their files and Pebble's compactions), and the ratio
-// of the two, the image's write amplification.
+// written for them (their files and Pebble's compactions), the ratio
+// of the two, the image's write amplification, and the snapshots installed
+// and refused as damaged.
 func (n *Node) ImageInfo() [][2]string {
 	st := n.store.Stats()
 	amp := "0.00"
@@ -295,5 +296,7 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_base_bytes", u(st.BaseBytes)},
 		{"image_base_bytes_written", u(st.BaseWritten)},
 		{"image_base_loaded_bytes", u(st.BaseLoaded)},
+		{"image_snapshots_installed", u(n.fsm.installed.Load())},
+		{"image_snapshots_refused", u(n.fsm.refused.Load())},
 	}
 }

@@ -282,7 +282,7 @@ type Node struct {
 	logged    *loggedStore // logs, as Raft sees it
 	trans     *raft.NetworkTransport
 	mux       *mux
-	snaps     *raft.FileSnapshotStore
+	snaps     *snapshotStore
 	peers     *peerClient
 	auth      *peerAuth
 	proposals chan *proposal
@@ -463,17 +463,19 @@ func (n *Node) startRaft() error {
 	n.fsm.onConfig = n.configured
 	n.fsm.onHalt = n.halted
 	n.fsm.onDisk = n.disk.report
-	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(o.DataDir, "snapshots"), 2, hl); err != nil {
+	if n.snaps, err = newSnapshotStore(filepath.Join(o.DataDir, "snapshots"), hl); err != nil {
 		return err
 	}
 	// A crash between storing a received snapshot and installing it leaves
 	// the image behind the snapshot: install it now, before the log replays.
+	// One whose stream is damaged (refused when it arrived, or since) is
+	// removed instead, the image left as it is: the leader sends another.
 	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > n.fsm.applied.Load() {
 		_, rc, err := n.snaps.Open(metas[0].ID)
 		if err != nil {
 			return err
 		}
-		if err := n.fsm.Restore(rc); err != nil {
+		if err := n.fsm.Restore(rc); err != nil && !errors.Is(err, persistence.ErrCorrupt) {
 			return fmt.Errorf("installing snapshot %s: %w", metas[0].ID, err)
 		}
 	}
@@ -523,7 +525,7 @@ func (n *Node) startRaft() error {
 		logs = o.wrapLog(logs)
 	}
 	n.logged = newLoggedStore(logs, &n.disk)
-	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, failpointTransport(n.trans)); err != nil {
 		return err
 	}
 	if err := n.HaltErr(); err != nil { // Raft read a damaged entry as it started

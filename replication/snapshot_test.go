@@ -1,7 +1,12 @@
 package replication
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -9,6 +14,9 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/persistence"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // TestSnapshotWhileWriting: snapshots write the image while writes go on
@@ -87,5 +95,168 @@ func TestSnapshotWhileWriting(t *testing.T) {
 		if !v.Bloom().Test([]byte(it)) {
 			t.Fatalf("acknowledged item %s is gone after restart", it)
 		}
+	}
+}
+
+// TestRestoreRefusesDamagedSnapshot: a snapshot stream with one byte
+// changed on its way from the leader's store to a follower's (after
+// Raft's CRC of the one and before the other's) is refused by Restore:
+// an error, the keyspace and the image as they were, no disk fault, the
+// stored copy removed once closed. The same stream undamaged then
+// installs the leader's state exactly.
+func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	newMem := func() *fsm {
+		store, err := persistence.Open(persistence.Options{Dir: "/img", InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		f, err := newFSM(store, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	add := func(f *fsm, index uint64, key string, items ...string) {
+		c := &command.Cmd{Op: command.BFAdd, Key: []byte(key), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 20}
+		for _, it := range items {
+			c.Items = append(c.Items, []byte(it))
+		}
+		f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: command.EncodeBatch([]*command.Cmd{c})})
+	}
+	digest := func(f *fsm, key string) string { return keyspace.Digest(f.ks.Load().Lookup(0, []byte(key), 0)) }
+
+	leader, follower := newMem(), newMem()
+	var items []string
+	for i := range 300 {
+		items = append(items, "item"+strconv.Itoa(i))
+	}
+	add(leader, 1, "k", items...)
+	add(follower, 1, "other", "x")
+	var faults []error
+	follower.onDisk = func(_ fault, err error) {
+		if err != nil {
+			faults = append(faults, err)
+		}
+	}
+	wantOther, before := digest(follower, "other"), follower.ks.Load()
+	// The follower's image holds its state (a flush).
+	tbl, cut, err := follower.cut()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.commit(tbl, cut); err != nil {
+		t.Fatal(err)
+	}
+	imageAt, err := follower.store.Applied()
+	if err != nil || imageAt != 1 {
+		t.Fatalf("the follower's image is at %d, %v", imageAt, err)
+	}
+
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	lstore, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := lstore.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	_, rc, err := lstore.Open(sink.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fstore, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// receive stores b as a follower's Raft does, and opens it.
+	receive := func(b []byte) (string, io.ReadCloser) {
+		sink, err := fstore.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, rc, err := fstore.Open(sink.ID())
+		if err != nil {
+			t.Fatal(err) // Raft's own CRC: what was written is what is read
+		}
+		return sink.ID(), rc
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 20 {
+		damaged := bytes.Clone(stream)
+		i := len(damaged) / 2
+		if round > 0 {
+			i = r.IntN(len(damaged))
+		}
+		damaged[i] ^= byte(1 + r.IntN(255))
+		id, rc := receive(damaged)
+		err := follower.Restore(rc)
+		if err == nil {
+			t.Fatalf("a stream with byte %d of %d changed was installed", i, len(stream))
+		}
+		if !errors.Is(err, persistence.ErrCorrupt) {
+			t.Fatalf("byte %d changed: %v", i, err)
+		}
+		if round == 0 && !errors.Is(err, persistence.ErrChecksum) {
+			t.Fatalf("the middle byte changed: %v, not a checksum mismatch", err)
+		}
+		if follower.ks.Load() != before || digest(follower, "other") != wantOther || follower.ks.Load().Lookup(0, []byte("k"), 0) != nil {
+			t.Fatalf("byte %d changed: the keyspace changed", i)
+		}
+		if applied, _ := follower.store.Applied(); applied != imageAt || follower.applied.Load() != 1 {
+			t.Fatalf("byte %d changed: the image is at %d (was %d), the keyspace at %d", i, applied, imageAt, follower.applied.Load())
+		}
+		metas, err := fstore.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metas {
+			if m.ID == id {
+				t.Fatalf("the refused snapshot %s is still stored", id)
+			}
+		}
+	}
+	if len(faults) > 0 {
+		t.Fatalf("refused snapshots were reported as disk faults: %v", faults)
+	}
+	if got := follower.refused.Load(); got != 20 {
+		t.Fatalf("refused %d snapshots, want 20", got)
+	}
+
+	_, rc = receive(stream)
+	if err := follower.Restore(rc); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := digest(follower, "k"), digest(leader, "k"); got != want {
+		t.Fatalf("installed digest %s, the leader's %s", got, want)
+	}
+	if f := follower.ks.Load().Lookup(0, []byte("other"), 0); f != nil {
+		t.Fatal("the follower's own key survived the install")
+	}
+	if follower.installed.Load() != 1 {
+		t.Fatalf("installed %d", follower.installed.Load())
 	}
 }
