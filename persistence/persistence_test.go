@@ -1,7 +1,6 @@
 package persistence
 
 import (
-	"bytes"
 	"strconv"
 	"testing"
 
@@ -110,42 +109,4 @@ func TestIncrementalImage(t *testing.T) {
 	step(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c")}})
 	step(cf("c", items("y", 10)))
 	step(&command.Cmd{Op: command.FlushDB, DB: 3})
-}
-
-// TestSnapshotRoundTrip: a snapshot stream replaces another store's image
-// whole, and a truncated stream changes nothing.
-func TestSnapshotRoundTrip(t *testing.T) {
-	src, dst := openMem(t), openMem(t)
-	k := keyspace.New()
-	k.TrackChanges()
-	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: items("i", 5000), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
-	if err := write(src, k, map[string][]byte{"members": []byte("m")}, 7); err != nil {
-		t.Fatal(err)
-	}
-	other := keyspace.New()
-	other.TrackChanges()
-	other.Apply(&command.Cmd{Op: command.Set, Key: []byte("old"), Data: []byte("x")})
-	write(dst, other, nil, 3)
-
-	var buf bytes.Buffer
-	if err := src.WriteSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.ReadSnapshot(bytes.NewReader(buf.Bytes()[:buf.Len()/2])); err == nil {
-		t.Fatal("truncated snapshot accepted")
-	}
-	if kk, applied, _ := dst.Load(); applied != 3 || kk.Lookup(0, []byte("old"), 0) == nil {
-		t.Fatal("failed restore changed the image")
-	}
-	if err := dst.ReadSnapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	loaded, applied, err := dst.Load()
-	if err != nil || applied != 7 {
-		t.Fatalf("applied %d, %v", applied, err)
-	}
-	sameDigests(t, digests(k), digests(loaded))
-	if m, _ := dst.Extra("members"); string(m) != "m" {
-		t.Fatalf("extra = %q", m)
-	}
 }

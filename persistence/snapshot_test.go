@@ -57,6 +57,23 @@ func unchanged(t *testing.T, dst *Store, want map[string]string, what string) {
 	}
 }
 
+// installs fails unless stream installs into dst exactly what snapSource
+// gave k.
+func installs(t *testing.T, dst *Store, k *keyspace.Keyspace, stream []byte) {
+	t.Helper()
+	if err := dst.ReadSnapshot(bytes.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	loaded, applied, err := dst.Load()
+	if err != nil || applied != 7 {
+		t.Fatalf("applied %d, %v", applied, err)
+	}
+	sameDigests(t, digests(k), digests(loaded))
+	if m, _ := dst.Extra("members"); string(m) != "m" {
+		t.Fatalf("members = %q", m)
+	}
+}
+
 // TestSnapshotChecksum: a stream ends with the CRC-32C of every byte
 // before it; a stream with any one byte changed, or cut anywhere, is
 // refused and the image stays as it was; the intact stream installs
@@ -107,17 +124,7 @@ func TestSnapshotChecksum(t *testing.T) {
 	}
 	unchanged(t, dst, before, "after every truncated stream")
 
-	if err := dst.ReadSnapshot(bytes.NewReader(stream)); err != nil {
-		t.Fatal(err)
-	}
-	loaded, applied, err := dst.Load()
-	if err != nil || applied != 7 {
-		t.Fatalf("applied %d, %v", applied, err)
-	}
-	sameDigests(t, digests(k), digests(loaded))
-	if m, _ := dst.Extra("members"); string(m) != "m" {
-		t.Fatalf("members = %q", m)
-	}
+	installs(t, dst, k, stream)
 }
 
 // TestSnapshotVersion1: a stream of version 1 (no trailer: what earlier
@@ -133,14 +140,7 @@ func TestSnapshotVersion1(t *testing.T) {
 		t.Fatalf("version 2 relabelled as 1: %v", err)
 	}
 	unchanged(t, dst, before, "version 2 relabelled")
-	if err := dst.ReadSnapshot(bytes.NewReader(v1)); err != nil {
-		t.Fatal(err)
-	}
-	loaded, applied, err := dst.Load()
-	if err != nil || applied != 7 {
-		t.Fatalf("applied %d, %v", applied, err)
-	}
-	sameDigests(t, digests(k), digests(loaded))
+	installs(t, dst, k, v1)
 }
 
 // TestSnapshotHostileLength: a record that claims a gigabyte and carries

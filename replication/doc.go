@@ -36,7 +36,11 @@
 // whole image (simple and atomic, costly for very large data sets). A
 // snapshot's image write runs in Persist, not in the state machine's call,
 // so Apply goes on meanwhile; flushMu, held from the call to that write,
-// keeps later flushes behind it. The
+// keeps later flushes behind it. A snapshot stream ends with a checksum
+// of its writer's (persistence); Restore refuses one that fails it before
+// anything is swapped in, does not count it as a disk fault, and removes
+// the stored copy (snapstore.go), so Raft tells the leader, which sends it
+// again. The
 // state machine prefetches the filter bits of the commands a few places
 // ahead of the one it applies (keyspace.Prefetch).
 package replication
