@@ -26,7 +26,8 @@ import (
 // it does not know, bytes that do not decode) halts the node before it,
 // so that no replica applies part of the log differently.
 //
-// Locks: mu excludes Apply from cuts of the image and from swapping in a
+// Locks: mu excludes Apply from taking a cut of the image (an O(1) swap;
+// the cut is written beside Apply, keyspace.Cut) and from swapping in a
 // restored keyspace; readers never take it. flushMu orders image writes,
 // so an older table can never land after a newer one.
 type fsm struct {
@@ -40,6 +41,12 @@ type fsm struct {
 	// (CF.ADD and CF.DEL are not idempotent).
 	persisted uint64
 	applied   atomic.Uint64
+	// inKS is the latest entry applied to the keyspace, set under mu
+	// (applied moves just after mu is let go): the index a cut is at.
+	inKS uint64
+	// cutCopies, cutPeak and cutWaits are the latest cut's copy-on-write
+	// (keyspace.Cut.Copied), for INFO persistence.
+	cutCopies, cutPeak, cutWaits atomic.Uint64
 	// changed is the index of the latest applied entry that may have
 	// changed state; entries after it carried no command (lease renewals,
 	// a new leader's first entry, membership), so a read needs nothing
@@ -127,6 +134,7 @@ func (f *fsm) load() error {
 	f.mu.Lock()
 	f.ks.Store(ks)
 	f.persisted = applied
+	f.inKS = applied
 	f.members = members
 	f.voters = voters
 	f.users.Set(users)
@@ -253,6 +261,7 @@ func (f *fsm) apply(l *raft.Log) any {
 	if users != nil {
 		f.users.Set(users)
 	}
+	f.inKS = l.Index
 	f.mu.Unlock()
 	f.applying.Store(0)
 	if len(cmds) > 0 {
@@ -381,35 +390,74 @@ func (f *fsm) report(kind fault, err error) error {
 	return err
 }
 
-// cut writes the changes since the last cut into a table, with Apply
-// excluded, so the table is the state at the applied index; the slow half
-// (sync and ingest) is commit's, with Apply running. Snapshot calls it
-// from Raft's FSM goroutine, where no Apply can run either. The caller
-// holds flushMu.
+// cut writes the changes since the last cut into a table: take, then
+// write. Apply is excluded only while the cut is taken (keyspace.Cut: a
+// swap of the change record); the table is written from the state at the
+// cut with Apply going on, and the slow half (sync and ingest) is
+// commit's. The caller holds flushMu.
 func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
+	p, err := f.take()
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.write(p)
+}
+
+// pendingCut is a cut taken and not yet written: the keyspace's, and the
+// applied index and replicated metadata at the same point.
+type pendingCut struct {
+	cut     *keyspace.Cut
+	applied uint64
+	extra   map[string][]byte
+}
+
+// take takes a cut, with Apply excluded for O(1) (and the marshalling of
+// the replicated metadata, a few kilobytes). Snapshot calls it from Raft's
+// FSM goroutine, where no Apply can run either. The caller holds flushMu.
+func (f *fsm) take() (*pendingCut, error) {
 	if f.syncLog != nil {
 		// The image must never be ahead of the log it was built from.
 		// A failure is a fault of the log's; a success proves only that
 		// syncing works, not appending, so it clears nothing.
 		if err := f.syncLog(); err != nil {
-			return nil, nil, f.report(faultLog, err)
+			return nil, f.report(faultLog, err)
 		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.halt.Load(); err != nil {
-		return nil, nil, *err
+		return nil, *err
 	}
 	members, _ := json.Marshal(f.members)
 	voters, _ := json.Marshal(f.voters)
 	users, _ := json.Marshal(f.users.Users())
-	cut := f.ks.Load().Cut()
-	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters, usersKey: users})
+	// The keyspace holds every entry up to inKS (set under mu); applied
+	// may be past it by entries that changed nothing in it, or behind it
+	// by the entry whose Apply just released mu.
+	return &pendingCut{cut: f.ks.Load().Cut(), applied: max(f.applied.Load(), f.inKS),
+		extra: map[string][]byte{membersKey: members, votersKey: voters, usersKey: users}}, nil
+}
+
+// write writes a taken cut into a table, beside Apply. On failure the cut
+// goes back into the change record.
+func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
+	t, err := f.store.WriteCut(p.cut, p.applied, p.extra)
 	if err != nil {
-		cut.Restore()
+		f.mu.Lock()
+		p.cut.Restore()
+		f.mu.Unlock()
 		return nil, nil, f.report(faultImage, err)
 	}
-	return t, cut, nil
+	f.noteCut(p.cut)
+	return t, p.cut, nil
+}
+
+// noteCut keeps what a written cut's copy-on-write cost, for INFO.
+func (f *fsm) noteCut(c *keyspace.Cut) {
+	copies, peak, waits := c.Copied()
+	f.cutCopies.Store(copies)
+	f.cutPeak.Store(peak)
+	f.cutWaits.Add(waits)
 }
 
 // commit makes a cut's table durable; if that fails, the cut goes back
@@ -445,8 +493,9 @@ func (f *fsm) memberList() map[string]string {
 }
 
 // Snapshot implements raft.FSM. Raft calls it between Applies, so the cut
-// brings the image exactly to the applied index; the table is committed
-// in Persist, on Raft's snapshot goroutine, while Apply goes on. flushMu
+// brings the image exactly to the applied index; it only takes the cut
+// (O(1)): the table is written and committed in Persist, on Raft's
+// snapshot goroutine, while Apply goes on. flushMu
 // stays held from here until then, so no later flush lands first. A halted
 // state machine takes no snapshot: Raft's applied index is past its own.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
@@ -454,12 +503,12 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, *err
 	}
 	f.flushMu.Lock()
-	t, cut, err := f.cut()
+	p, err := f.take()
 	if err != nil {
 		f.flushMu.Unlock()
 		return nil, err
 	}
-	return &snapshot{f: f, table: t, cut: cut, logged: f.logged.Load(), entries: f.entries.Load()}, nil
+	return &snapshot{f: f, pending: p, logged: f.logged.Load(), entries: f.entries.Load()}, nil
 }
 
 // Restore implements raft.FSM: the stream replaces the image atomically,
@@ -549,24 +598,27 @@ func (f *fsm) reload() error {
 
 type snapshot struct {
 	f       *fsm
-	table   *persistence.Table
-	cut     *keyspace.Cut
-	logged  uint64 // fsm.logged when it was taken
-	entries uint64 // and fsm.entries
+	pending *pendingCut // the cut Snapshot took, written by write
+	logged  uint64      // fsm.logged when it was taken
+	entries uint64      // and fsm.entries
 
 	once sync.Once
 	err  error
 	snap *persistence.Snapshot // the image frozen at the cut
 }
 
-// write commits the cut's table, freezes the image and lets the next
-// flush go. Persist calls it first; Release calls it too, so that the
+// write writes and commits the cut's table, freezes the image and lets
+// the next flush go. Persist calls it first; Release calls it too, so that the
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
 		defer s.f.flushMu.Unlock()
-		s.err = s.f.commit(s.table, s.cut)
-		s.cut = nil
+		t, cut, err := s.f.write(s.pending)
+		s.pending = nil
+		if err == nil {
+			err = s.f.commit(t, cut)
+		}
+		s.err = err
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}
