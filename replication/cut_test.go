@@ -114,4 +114,3 @@ func TestFlushBesideApply(t *testing.T) {
 		t.Fatal("no snapshot was taken beside Apply")
 	}
 }
-
