@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/bfserver/bfserver/engine"
@@ -21,6 +22,11 @@ import (
 // ErrCorruptImage: a stored record does not decode. The node must stop
 // rather than serve a state that may differ from its peers'.
 var ErrCorruptImage = errors.New("keyspace: corrupt stored image")
+
+// ErrCutAborted: the walk of a cut stopped because its owner gave it up
+// (Cut.Abort): a snapshot needs a cut now, and takes this one's keys with
+// it once this one is restored.
+var ErrCutAborted = errors.New("keyspace: the cut was given up for a newer one")
 
 // Metadata versions: 1 is kind, expiry and body; 2 adds the key's WATCH
 // version after the expiry. A key is written as version 1 while its
@@ -73,6 +79,7 @@ type Cut struct {
 	cursor  dirtyKey // the last key the walk captured
 	walked  bool     // cursor is set
 	ended   bool
+	aborted atomic.Bool
 }
 
 // CutKey is one changed key of a Cut, as it was at the cut.
@@ -82,6 +89,7 @@ type CutKey struct {
 	// Full: drop every stored chunk of the key before writing its chunks
 	// (it was created, replaced or removed).
 	Full    bool
+	cut     *Cut
 	gone    bool
 	meta    []byte
 	largest uint64
@@ -168,6 +176,9 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	}
 	slices.SortFunc(keys, chunkOrder)
 	for _, dk := range keys {
+		if c.aborted.Load() {
+			return ErrCutAborted
+		}
 		c.freeze.Lock()
 		ck := c.early[dk]
 		if ck != nil {
@@ -188,6 +199,10 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	}
 	return nil
 }
+
+// Abort makes the walk stop at its next key or chunk with ErrCutAborted;
+// it may be called from any goroutine. The cut is then to be restored.
+func (c *Cut) Abort() { c.aborted.Store(true) }
 
 // end stops the cut's holds: nothing it holds is read any more.
 func (c *Cut) end() {
@@ -223,7 +238,7 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 		v = d.keys[dk.key]
 		d.mu.RUnlock()
 	}
-	ck := &CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, gone: v == nil}
+	ck := &CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil}
 	if v == nil {
 		return ck
 	}
@@ -290,17 +305,30 @@ func (c *Cut) Restore() {
 	if k.dirty == nil {
 		return
 	}
-	for dk, full := range c.pending {
-		k.dirty[dk] = k.dirty[dk] || full
-	}
-	merge := func(ck *CutKey) {
-		dk := dirtyKey{ck.DB, ck.Key}
-		if ck.Full {
-			k.dirty[dk] = true
-			return
+	// The two records merge into the larger: a cut of a million keys
+	// restored beside a few new changes costs those few.
+	if len(k.dirty) <= len(c.pending) {
+		for dk, full := range k.dirty {
+			c.pending[dk] = c.pending[dk] || full
 		}
-		for _, p := range ck.parts {
-			p.h.Merge()
+		k.dirty = c.pending
+	} else {
+		for dk, full := range c.pending {
+			k.dirty[dk] = k.dirty[dk] || full
+		}
+	}
+	c.pending = nil
+	// A full key that exists is full in the record already (Full is the
+	// record's flag or the key's absence); a key changed in place gets
+	// back the chunks its capture took.
+	merge := func(ck *CutKey) {
+		switch {
+		case ck.gone:
+			k.dirty[dirtyKey{ck.DB, ck.Key}] = true
+		case !ck.Full:
+			for _, p := range ck.parts {
+				p.h.Merge()
+			}
 		}
 	}
 	for _, ck := range c.Keys {
@@ -330,6 +358,9 @@ func (ck *CutKey) Meta() []byte { return ck.meta }
 func (ck *CutKey) Chunks(buf []byte, fn func(Chunk) error) error {
 	for _, p := range ck.parts {
 		if err := p.h.Read(buf, func(i uint64, data []byte) error {
+			if ck.cut.aborted.Load() {
+				return ErrCutAborted
+			}
 			if ck.Full && allZero(data) {
 				return nil
 			}

@@ -28,11 +28,17 @@ import (
 //
 // Locks: mu excludes Apply from taking a cut of the image (an O(1) swap;
 // the cut is written beside Apply, keyspace.Cut) and from swapping in a
-// restored keyspace; readers never take it. flushMu orders image writes,
-// so an older table can never land after a newer one.
+// restored keyspace; readers never take it. cutMu orders cuts, flushMu
+// commits (taken before cutMu is let go), so an older table can never land
+// after a newer one, and a cut can be walked while the one before commits.
 type fsm struct {
-	mu      sync.Mutex
-	flushMu sync.Mutex
+	mu sync.Mutex
+	// cutMu is held while a cut is open (taken and not yet written);
+	// flushMu from then until its table is committed.
+	cutMu, flushMu sync.Mutex
+	// walking is the flush's cut while it is written, which a snapshot
+	// may give up (lockCut).
+	walking atomic.Pointer[keyspace.Cut]
 	ks      atomic.Pointer[keyspace.Keyspace]
 	store   *persistence.Store
 	log     *slog.Logger
@@ -373,13 +379,54 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 // reaches, to the image. On failure the changes stay recorded for the next
 // flush, so the image never records an index whose changes it lacks.
 func (f *fsm) flush() error {
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
-	t, cut, err := f.cut()
+	f.cutMu.Lock()
+	p, err := f.take()
 	if err != nil {
+		f.cutMu.Unlock()
 		return err
 	}
+	f.walking.Store(p.cut) // a snapshot may give it up (lockCut)
+	t, cut, err := f.write(p)
+	f.walking.Store(nil)
+	if err != nil {
+		f.cutMu.Unlock()
+		if errors.Is(err, keyspace.ErrCutAborted) {
+			return nil // restored: the snapshot's cut carries it
+		}
+		return err
+	}
+	// The next cut may be taken (and walked) while this one commits; its
+	// commit waits for this one.
+	f.flushMu.Lock()
+	f.cutMu.Unlock()
+	defer f.flushMu.Unlock()
 	return f.commit(t, cut)
+}
+
+// lockCut takes cutMu for a snapshot, on Raft's FSM goroutine, where
+// waiting holds every Apply: a flush still walking its cut is given up
+// (restored into the change record, which the snapshot's cut then
+// takes), so the wait is for the walk to notice and the restore, not for
+// the walk. A flush already committing has let cutMu go.
+func (f *fsm) lockCut() {
+	if f.cutMu.TryLock() {
+		return
+	}
+	if c := f.walking.Load(); c != nil {
+		c.Abort()
+	}
+	f.cutMu.Lock()
+}
+
+// lockAll excludes every other image write: cuts and commits.
+func (f *fsm) lockAll() {
+	f.cutMu.Lock()
+	f.flushMu.Lock()
+}
+
+func (f *fsm) unlockAll() {
+	f.flushMu.Unlock()
+	f.cutMu.Unlock()
 }
 
 // report tells the node how a write to disk went.
@@ -394,7 +441,7 @@ func (f *fsm) report(kind fault, err error) error {
 // write. Apply is excluded only while the cut is taken (keyspace.Cut: a
 // swap of the change record); the table is written from the state at the
 // cut with Apply going on, and the slow half (sync and ingest) is
-// commit's. The caller holds flushMu.
+// commit's. The caller holds cutMu.
 func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 	p, err := f.take()
 	if err != nil {
@@ -413,7 +460,8 @@ type pendingCut struct {
 
 // take takes a cut, with Apply excluded for O(1) (and the marshalling of
 // the replicated metadata, a few kilobytes). Snapshot calls it from Raft's
-// FSM goroutine, where no Apply can run either. The caller holds flushMu.
+// FSM goroutine, where no Apply can run either. The caller holds cutMu
+// until the cut is written.
 func (f *fsm) take() (*pendingCut, error) {
 	if f.syncLog != nil {
 		// The image must never be ahead of the log it was built from.
@@ -446,6 +494,9 @@ func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
 		f.mu.Lock()
 		p.cut.Restore()
 		f.mu.Unlock()
+		if errors.Is(err, keyspace.ErrCutAborted) {
+			return nil, nil, err // given up, not a fault
+		}
 		return nil, nil, f.report(faultImage, err)
 	}
 	f.noteCut(p.cut)
@@ -495,17 +546,20 @@ func (f *fsm) memberList() map[string]string {
 // Snapshot implements raft.FSM. Raft calls it between Applies, so the cut
 // brings the image exactly to the applied index; it only takes the cut
 // (O(1)): the table is written and committed in Persist, on Raft's
-// snapshot goroutine, while Apply goes on. flushMu
-// stays held from here until then, so no later flush lands first. A halted
+// snapshot goroutine, while Apply goes on. cutMu stays held from here
+// until the cut is written, and flushMu from then until it is committed,
+// so no later flush lands first. A flush walking its cut when Raft asks
+// is given up for this cut (lockCut): Apply waits on the restore, not on
+// the flush. A halted
 // state machine takes no snapshot: Raft's applied index is past its own.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.halt.Load(); err != nil {
 		return nil, *err
 	}
-	f.flushMu.Lock()
+	f.lockCut()
 	p, err := f.take()
 	if err != nil {
-		f.flushMu.Unlock()
+		f.cutMu.Unlock()
 		return nil, err
 	}
 	return &snapshot{f: f, pending: p, logged: f.logged.Load(), entries: f.entries.Load()}, nil
@@ -517,8 +571,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // never holds two copies of its filters.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
+	f.lockAll()
+	defer f.unlockAll()
 	if err := f.store.ReadSnapshot(rc); err != nil {
 		if errors.Is(err, persistence.ErrCorrupt) {
 			// Damaged after its writer summed it (persistence: Snapshot
@@ -551,19 +605,23 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 // streams a frozen view of it to w: a consistent copy of this node's state
 // while Apply goes on. It returns the index the copy is at.
 func (f *fsm) backup(w io.Writer) (uint64, error) {
-	f.flushMu.Lock()
-	t, cut, err := f.cut()
+	f.lockAll()
+	p, err := f.take()
 	if err != nil {
-		f.flushMu.Unlock()
+		f.unlockAll()
 		return 0, err
 	}
-	idx := f.applied.Load()
-	if err := f.commit(t, cut); err != nil {
-		f.flushMu.Unlock()
+	idx := p.applied
+	t, cut, err := f.write(p)
+	if err == nil {
+		err = f.commit(t, cut)
+	}
+	if err != nil {
+		f.unlockAll()
 		return 0, err
 	}
 	snap := f.store.NewSnapshot()
-	f.flushMu.Unlock()
+	f.unlockAll()
 	defer snap.Close()
 	return idx, snap.Stream(w)
 }
@@ -572,8 +630,8 @@ func (f *fsm) backup(w io.Writer) (uint64, error) {
 // excluded throughout (DEBUG RELOAD): what a restart would load. The old
 // keyspace is let go first, so a node never holds two copies.
 func (f *fsm) reload() error {
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
+	f.lockAll()
+	defer f.unlockAll()
 	t, cut, err := f.cut()
 	if err != nil {
 		return err
@@ -612,13 +670,17 @@ type snapshot struct {
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
-		defer s.f.flushMu.Unlock()
 		t, cut, err := s.f.write(s.pending)
 		s.pending = nil
-		if err == nil {
-			err = s.f.commit(t, cut)
+		if err != nil {
+			s.f.cutMu.Unlock()
+			s.err = err
+			return
 		}
-		s.err = err
+		s.f.flushMu.Lock()
+		s.f.cutMu.Unlock()
+		defer s.f.flushMu.Unlock()
+		s.err = s.f.commit(t, cut)
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}
@@ -657,10 +719,10 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	// image writes wait for it: nothing may land between its copy of the
 	// image and the entries that record it.
 	if s.f.quiet() && s.f.store.Stale() {
-		s.f.flushMu.Lock()
+		s.f.lockAll()
 		began := time.Now()
 		n, err := s.f.store.Rebase()
-		s.f.flushMu.Unlock()
+		s.f.unlockAll()
 		if err != nil {
 			s.f.log.Warn("writing the image's base", "err", err)
 		} else {
