@@ -77,6 +77,7 @@ type Cut struct {
 	freeze  *engine.Freeze    // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
+	scratch []byte   // the walk's copy of the small key it writes now
 	walked  bool     // cursor is set
 	ended   bool
 	aborted atomic.Bool
@@ -204,6 +205,10 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 // it may be called from any goroutine. The cut is then to be restored.
 func (c *Cut) Abort() { c.aborted.Store(true) }
 
+// Aborted reports whether the cut was given up (Abort): its writer stops
+// at the next key it writes, after the walk too.
+func (c *Cut) Aborted() bool { return c.aborted.Load() }
+
 // end stops the cut's holds: nothing it holds is read any more.
 func (c *Cut) end() {
 	c.freeze.Lock()
@@ -245,9 +250,22 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	ck.meta = encodeMeta(v)
 	var total uint64
 	eachPart(v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { total += size })
-	inline := !byApply && total <= inlineBytes
+	// A small key the walk captures is copied whole into the cut's
+	// scratch, which the walk reuses for the next key once this one is
+	// written.
+	var scratch []byte
+	if !byApply && total <= inlineBytes {
+		if uint64(cap(c.scratch)) < total {
+			c.scratch = make([]byte, max(total, 4096))
+		}
+		scratch = c.scratch[:total]
+	}
 	eachPart(v, func(part uint32, size uint64, dp *engine.Dirty, read func([]byte, uint64)) {
 		ck.largest = max(ck.largest, size)
+		var inline []byte
+		if scratch != nil {
+			inline, scratch = scratch[:size:size], scratch[size:]
+		}
 		ck.parts = append(ck.parts, cutPart{part, c.freeze.Hold(dp, size, read, ck.Full, inline)})
 	})
 	return ck

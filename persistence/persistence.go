@@ -411,7 +411,20 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	// holds only small ones (auto-created filters, most keys) or none
 	// costs a flush no mark. A key gone loses its mark, so that marks
 	// never outnumber the keys; one that grows large again is marked then.
+	// A snapshot may give the cut up after its walk too (Cut.Abort): the
+	// loops below look every abortEvery keys, so that a cut of a million
+	// keys keeps no snapshot (and no Apply behind it) waiting on them.
+	const abortEvery = 4096
+	aborted := func(i int) bool {
+		if i%abortEvery == 0 && t.err == nil && cut.Aborted() {
+			t.err = keyspace.ErrCutAborted
+		}
+		return t.err != nil
+	}
 	for i := range keys {
+		if aborted(i) {
+			break
+		}
 		mk := markKey(keys[i].DB, keys[i].Key)
 		switch {
 		case keys[i].Largest() >= baseMinArray:
@@ -422,13 +435,18 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	}
 	t.set(markedKey, idx[:])
 	// Metadata ("k"), in key order.
-	slices.SortFunc(keys, func(a, b *keyspace.CutKey) int {
-		if a.DB != b.DB {
-			return int(a.DB) - int(b.DB)
+	if !aborted(0) {
+		slices.SortFunc(keys, func(a, b *keyspace.CutKey) int {
+			if a.DB != b.DB {
+				return int(a.DB) - int(b.DB)
+			}
+			return compareStrings(a.Key, b.Key)
+		})
+	}
+	for i, ck := range keys {
+		if aborted(i) {
+			break
 		}
-		return compareStrings(a.Key, b.Key)
-	})
-	for _, ck := range keys {
 		if m := ck.Meta(); m != nil {
 			t.set(metaKey(ck.DB, ck.Key), m)
 		} else if t.err == nil {

@@ -39,9 +39,12 @@ type fsm struct {
 	// walking is the flush's cut while it is written, which a snapshot
 	// may give up (lockCut).
 	walking atomic.Pointer[keyspace.Cut]
-	ks      atomic.Pointer[keyspace.Keyspace]
-	store   *persistence.Store
-	log     *slog.Logger
+	// snapWaiting is set while a snapshot waits for cutMu, so that a
+	// flush that takes its cut meanwhile gives it up at once (lockCut).
+	snapWaiting atomic.Bool
+	ks          atomic.Pointer[keyspace.Keyspace]
+	store       *persistence.Store
+	log         *slog.Logger
 	// persisted is the index the stored image covered at load: entries at
 	// or below it are already in the keyspace and must not apply twice
 	// (CF.ADD and CF.DEL are not idempotent).
@@ -386,6 +389,9 @@ func (f *fsm) flush() error {
 		return err
 	}
 	f.walking.Store(p.cut) // a snapshot may give it up (lockCut)
+	if f.snapWaiting.Load() {
+		p.cut.Abort() // one came while this cut was taken
+	}
 	t, cut, err := f.write(p)
 	f.walking.Store(nil)
 	if err != nil {
@@ -407,15 +413,20 @@ func (f *fsm) flush() error {
 // waiting holds every Apply: a flush still walking its cut is given up
 // (restored into the change record, which the snapshot's cut then
 // takes), so the wait is for the walk to notice and the restore, not for
-// the walk. A flush already committing has let cutMu go.
+// the walk. A flush already committing has let cutMu go. A flush that
+// is still taking its cut (syncing the log) sees snapWaiting once it has
+// published it in walking, and gives it up then: one of the two sees the
+// other's store.
 func (f *fsm) lockCut() {
 	if f.cutMu.TryLock() {
 		return
 	}
+	f.snapWaiting.Store(true)
 	if c := f.walking.Load(); c != nil {
 		c.Abort()
 	}
 	f.cutMu.Lock()
+	f.snapWaiting.Store(false)
 }
 
 // lockAll excludes every other image write: cuts and commits.
