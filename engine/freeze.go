@@ -245,3 +245,16 @@ func (f *Freeze) End() {
 // Merge puts the change record the hold took back into the array: the
 // write that read it failed. The writer is excluded.
 func (h *Hold) Merge() { h.d.Merge(h.Bits) }
+
+// Kept is what Merge needs of a hold that has ended: the array's record
+// and the bits the hold took from it, without the hold.
+type Kept struct {
+	d    *Dirty
+	bits []uint64
+}
+
+// Kept returns the part of the hold that Merge needs.
+func (h *Hold) Kept() Kept { return Kept{h.d, h.Bits} }
+
+// Merge is Hold.Merge for a hold that has ended.
+func (k Kept) Merge() { k.d.Merge(k.bits) }

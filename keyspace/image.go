@@ -95,6 +95,21 @@ type CutKey struct {
 	meta    []byte
 	largest uint64
 	parts   []cutPart
+	kept    []engine.Kept // once written (release): what Restore merges back
+}
+
+// release ends the key's holds once it is written, keeping only what
+// Restore needs of them (a key changed in place: the chunks its capture
+// took), so that a cut of a million keys keeps tens of bytes for each
+// until it ends rather than its holds.
+func (ck *CutKey) release() {
+	for _, p := range ck.parts {
+		p.h.Release()
+		if !ck.Full && !ck.gone {
+			ck.kept = append(ck.kept, p.h.Kept())
+		}
+	}
+	ck.parts = nil
 }
 
 type cutPart struct {
@@ -191,9 +206,7 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		c.freeze.Unlock()
 		c.Keys = append(c.Keys, ck)
 		err := fn(ck)
-		for _, p := range ck.parts {
-			p.h.Release()
-		}
+		ck.release()
 		if err != nil {
 			return err
 		}
@@ -346,6 +359,9 @@ func (c *Cut) Restore() {
 		case !ck.Full:
 			for _, p := range ck.parts {
 				p.h.Merge()
+			}
+			for _, kb := range ck.kept {
+				kb.Merge()
 			}
 		}
 	}
