@@ -290,8 +290,8 @@ func (b *Bloom) Add(h Hash) bool {
 		w := &words[x>>6]
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
-			atomic.OrUint64(w, mask)
 			b.mark(x >> 3)
+			atomic.OrUint64(w, mask)
 			flipped = true
 		}
 	}
@@ -341,8 +341,8 @@ func (b *Bloom) addBatched(h Hash) bool {
 		if ws[i]&mask == 0 {
 			// ws may predate an OR of this call to the same word; setting a
 			// bit twice is harmless, and the first time it was clear.
-			atomic.OrUint64(&words[x>>6], mask)
 			b.mark(x >> 3)
+			atomic.OrUint64(&words[x>>6], mask)
 			flipped = true
 		}
 	}

@@ -76,14 +76,14 @@ func (t *CuckooTable) PartnerKnown() bool {
 
 // Set stores fingerprint fp (0 clears) in slot i.
 func (t *CuckooTable) Set(i int, fp uint8) {
-	t.Data[i] = fp
 	t.mark(uint64(i))
+	t.Data[i] = fp
 }
 
 // Write copies src into the slots from off (LOADCHUNK, RESTORE, loading).
 func (t *CuckooTable) Write(off int, src []byte) {
-	copy(t.Data[off:], src)
 	t.markRange(uint64(off), uint64(len(src)))
+	copy(t.Data[off:], src)
 }
 
 // index is SubCF_GetIndex, including its truncation to 32 bits; the

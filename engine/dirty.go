@@ -14,9 +14,20 @@ const ChunkSize = 64 << 10
 // its record in one word of the struct; a larger one in a bitmap of its
 // own. Small filters are many: this saves each one a slice and an
 // allocation.
+//
+// The writer marks a chunk before it changes it, so that an image write
+// holding the chunk (Freeze) can copy it first.
 type Dirty struct {
-	word uint64    // chunks 0..63, when big is nil
-	big  *[]uint64 // one bit per chunk, for arrays of more than 64 chunks
+	word uint64    // chunks 0..63, when x is nil or x.bits is
+	x    *dirtyExt // a large array's bitmap, or a Freeze's hold
+}
+
+// dirtyExt is what few arrays need: a bitmap for one of more than 64
+// chunks, and the Freeze holding some of its chunks (a flush is reading
+// them), which the writer must tell before it changes one.
+type dirtyExt struct {
+	bits   []uint64 // one bit per chunk; nil for an array of up to 64
+	frozen *Freeze
 }
 
 func newDirty(size uint64) Dirty {
@@ -24,18 +35,33 @@ func newDirty(size uint64) Dirty {
 	if chunks <= 64 {
 		return Dirty{}
 	}
-	b := make([]uint64, (chunks+63)/64)
-	return Dirty{big: &b}
+	return Dirty{x: &dirtyExt{bits: make([]uint64, (chunks+63)/64)}}
 }
 
-// mark flags the chunk holding byte offset off.
+// mark flags the chunk holding byte offset off. The caller changes the
+// chunk after it returns.
 func (d *Dirty) mark(off uint64) {
 	c := off / ChunkSize
-	if d.big == nil {
+	if d.x == nil {
 		d.word |= 1 << (c & 63)
 		return
 	}
-	(*d.big)[c>>6] |= 1 << (c & 63)
+	d.markExt(c)
+}
+
+func (d *Dirty) markExt(c uint64) {
+	if f := d.x.frozen; f != nil {
+		f.before(d, c)
+		if d.x == nil {
+			d.word |= 1 << (c & 63)
+			return
+		}
+	}
+	if d.x.bits == nil {
+		d.word |= 1 << (c & 63)
+		return
+	}
+	d.x.bits[c>>6] |= 1 << (c & 63)
 }
 
 func (d *Dirty) markRange(off, n uint64) {
@@ -50,27 +76,26 @@ func (d *Dirty) markRange(off, n uint64) {
 // Swap takes the record (the caller holds the chunk bits until it Merges
 // them back or drops them) and starts an empty one.
 func (d *Dirty) Swap() []uint64 {
-	if d.big == nil {
+	if d.x == nil || d.x.bits == nil {
 		set := []uint64{d.word}
 		d.word = 0
 		return set
 	}
-	set := *d.big
-	fresh := make([]uint64, len(set))
-	d.big = &fresh
+	set := d.x.bits
+	d.x.bits = make([]uint64, len(set))
 	return set
 }
 
 // Merge adds chunks taken by Swap back to the record: their write failed,
 // so they are still to be written.
 func (d *Dirty) Merge(set []uint64) {
-	if d.big == nil {
+	if d.x == nil || d.x.bits == nil {
 		if len(set) > 0 {
 			d.word |= set[0]
 		}
 		return
 	}
-	b := *d.big
+	b := d.x.bits
 	for i := range min(len(set), len(b)) {
 		b[i] |= set[i]
 	}

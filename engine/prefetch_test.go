@@ -30,14 +30,14 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		if i == 999 {
 			before := bytes.Clone(wordsOf(fetched))
 			dirty := fetched.Dirty
-			marks := append([]uint64(nil), *fetched.Dirty.big...)
+			marks := append([]uint64(nil), fetched.Dirty.x.bits...)
 			for _, h := range hs {
 				fetched.Prefetch(h)
 			}
 			if !bytes.Equal(before, wordsOf(fetched)) {
 				t.Fatal("Prefetch changed bits")
 			}
-			if dirty.word != fetched.Dirty.word || !slices.Equal(marks, *fetched.Dirty.big) {
+			if dirty.word != fetched.Dirty.word || !slices.Equal(marks, fetched.Dirty.x.bits) {
 				t.Fatal("Prefetch changed dirty marks")
 			}
 		}

@@ -128,7 +128,7 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("after %+v: memory total %d, recount %d", c, got, want)
 			}
 		}
-		k.Cut()
+		walked(k.Cut())
 	})
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/bfserver/bfserver/engine"
@@ -19,6 +22,11 @@ import (
 // ErrCorruptImage: a stored record does not decode. The node must stop
 // rather than serve a state that may differ from its peers'.
 var ErrCorruptImage = errors.New("keyspace: corrupt stored image")
+
+// ErrCutAborted: the walk of a cut stopped because its owner gave it up
+// (Cut.Abort): a snapshot needs a cut now, and takes this one's keys with
+// it once this one is restored.
+var ErrCutAborted = errors.New("keyspace: the cut was given up for a newer one")
 
 // Metadata versions: 1 is kind, expiry and body; 2 adds the key's WATCH
 // version after the expiry. A key is written as version 1 while its
@@ -37,161 +45,365 @@ type Chunk struct {
 
 // A Cut is the change record taken at one point of the log: every key
 // changed since the last cut, and which chunks of it changed, so that the
-// image can be brought to exactly that point. It copies no filter data:
-// the caller writes the chunks from the live arrays (CutKey.Chunks) while
-// Apply is still excluded, so what it writes is the state at the cut, and
-// memory does not grow with the filters. If the write fails, Restore puts
-// the record back and the next cut carries it again.
+// image can be brought to exactly that point.
+//
+// Taking it (Keyspace.Cut) costs Apply a pointer swap: the record becomes
+// the cut's and a fresh one starts. The image write then walks the cut
+// (Walk) while Apply goes on, and reads every key as it was at the cut:
+//
+//   - A key is captured (its metadata encoded, its change records taken,
+//     its chunks held) once, by whichever comes first: the walk reaching
+//     it, or Apply about to change it (every change to a key looks it up
+//     first, through get, or replaces it, through set or remove). Until
+//     then it is as it was at the cut.
+//   - A held chunk that Apply is about to change is copied first
+//     (engine.Freeze, copy-on-write), within the cut's budget; the walk
+//     reads the copy. A small key the walk captures is copied at once and
+//     not held at all.
+//
+// If the write fails, Restore puts the record back and the next cut
+// carries it again.
 type Cut struct {
-	k    *Keyspace
-	Keys []CutKey
+	k *Keyspace
+	// Keys are the keys walked so far, in walk (chunk-key) order.
+	Keys []*CutKey
 	// Records are the keyspace's own changed records (version tracking),
 	// copied at the cut.
 	Records []Record
 	head    bool   // the tracking header is among Records
 	pages   uint64 // the pages of missing keys' stamps among Records
+
+	pending map[dirtyKey]bool // the change record taken; read only
+	freeze  *engine.Freeze    // its lock guards what follows
+	early   map[dirtyKey]*CutKey
+	cursor  dirtyKey // the last key the walk captured
+	scratch []byte   // the walk's copy of the small key it writes now
+	walked  bool     // cursor is set
+	ended   bool
+	aborted atomic.Bool
 }
 
-// CutKey is one changed key of a Cut.
+// CutKey is one changed key of a Cut, as it was at the cut.
 type CutKey struct {
 	DB  uint8
 	Key string
 	// Full: drop every stored chunk of the key before writing its chunks
 	// (it was created, replaced or removed).
-	Full  bool
-	v     *Value    // what the key holds at the cut; nil when it is gone
-	parts []cutPart // for a key changed in place: the chunks that changed
+	Full    bool
+	cut     *Cut
+	gone    bool
+	meta    []byte
+	largest uint64
+	parts   []cutPart
+	kept    []engine.Kept // once written (release): what Restore merges back
+}
+
+// release ends the key's holds once it is written, keeping only what
+// Restore needs of them (a key changed in place: the chunks its capture
+// took), so that a cut of a million keys keeps tens of bytes for each
+// until it ends rather than its holds.
+func (ck *CutKey) release() {
+	for _, p := range ck.parts {
+		p.h.Release()
+		if !ck.Full && !ck.gone {
+			ck.kept = append(ck.kept, p.h.Kept())
+		}
+	}
+	ck.parts = nil
 }
 
 type cutPart struct {
-	d    *engine.Dirty
-	bits []uint64
+	index uint32
+	h     *engine.Hold
 }
+
+// DefaultCutBudget is how many bytes a cut's copies of chunks Apply
+// changed while it was written may hold at once (docs/OPERATIONS.md,
+// memory).
+const DefaultCutBudget = 256 << 20
+
+// inlineBytes: a key the walk captures whose arrays hold no more is
+// copied whole at once rather than held (no mark on its arrays, no
+// copy-on-write: the walk writes it next).
+const inlineBytes = 256 << 10
+
+// SetCutBudget sets the budget of the cuts taken from now on
+// (DefaultCutBudget when never set).
+func (k *Keyspace) SetCutBudget(n uint64) { k.cutBudget = n }
 
 // TrackChanges starts recording changes for Cut.
 func (k *Keyspace) TrackChanges() { k.dirty, k.markedOK = map[dirtyKey]bool{}, false }
 
-// Cut takes the change record and starts a new one. The caller must
-// exclude Apply from here until it has read every chunk it writes.
+// Cut takes the change record and starts a new one. The caller excludes
+// Apply for the call only (it costs O(1) and the copy of the WATCH pages
+// that changed); Walk, Records and the chunks then read the state at the
+// cut with Apply going on. A cut not walked to its end must be ended
+// (Walk does, Restore does); the next Cut ends the one before.
 func (k *Keyspace) Cut() *Cut {
-	c := &Cut{k: k, Keys: make([]CutKey, 0, len(k.dirty))}
-	for dk, full := range k.dirty {
-		ck := CutKey{DB: dk.db, Key: dk.key, Full: full, v: k.db(dk.db).keys[dk.key]}
-		if ck.v == nil {
-			ck.Full = true
-		}
-		eachPart(ck.v, func(_ uint32, _ uint64, d *engine.Dirty, _ func([]byte, uint64)) {
-			bits := d.Swap()
-			if !ck.Full {
-				ck.parts = append(ck.parts, cutPart{d, bits})
-			}
-		})
-		c.Keys = append(c.Keys, ck)
+	if prev := k.cutting.Load(); prev != nil {
+		prev.end()
 	}
-	k.clearDirty()
+	budget := k.cutBudget
+	if budget == 0 {
+		budget = DefaultCutBudget
+	}
+	c := &Cut{k: k, pending: k.dirty, freeze: engine.NewFreeze(budget), early: map[dirtyKey]*CutKey{}}
+	if k.dirty != nil {
+		k.dirty = map[dirtyKey]bool{}
+	}
+	k.markedOK = false
+	k.forget() // the next lookup of every key goes through the cut
 	k.cutWatch(c)
+	if len(c.pending) > 0 {
+		k.cutting.Store(c)
+	} else {
+		c.ended = true
+	}
 	return c
 }
 
+// Len is the number of keys the cut changes.
+func (c *Cut) Len() int { return len(c.pending) }
+
+// chunkOrder orders keys as their chunks are stored: database, key
+// length, key.
+func chunkOrder(a, b dirtyKey) int {
+	if a.db != b.db {
+		return int(a.db) - int(b.db)
+	}
+	if len(a.key) != len(b.key) {
+		return len(a.key) - len(b.key)
+	}
+	return strings.Compare(a.key, b.key)
+}
+
+// Walk captures every key of the cut, in the order its chunks are stored
+// (database, key length, key), and calls fn with each; the key's holds
+// end when fn returns, and the cut's when Walk does. It runs beside
+// Apply.
+func (c *Cut) Walk(fn func(ck *CutKey) error) error {
+	defer c.end()
+	if c.ended {
+		return nil
+	}
+	keys := make([]dirtyKey, 0, len(c.pending))
+	for dk := range c.pending {
+		keys = append(keys, dk)
+	}
+	slices.SortFunc(keys, chunkOrder)
+	for _, dk := range keys {
+		if c.aborted.Load() {
+			return ErrCutAborted
+		}
+		c.freeze.Lock()
+		ck := c.early[dk]
+		if ck != nil {
+			delete(c.early, dk)
+		} else {
+			ck = c.capture(dk, false)
+		}
+		c.cursor, c.walked = dk, true
+		c.freeze.Unlock()
+		c.Keys = append(c.Keys, ck)
+		err := fn(ck)
+		ck.release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort makes the walk stop at its next key or chunk with ErrCutAborted;
+// it may be called from any goroutine. The cut is then to be restored.
+func (c *Cut) Abort() { c.aborted.Store(true) }
+
+// Aborted reports whether the cut was given up (Abort): its writer stops
+// at the next key it writes, after the walk too.
+func (c *Cut) Aborted() bool { return c.aborted.Load() }
+
+// end stops the cut's holds: nothing it holds is read any more.
+func (c *Cut) end() {
+	c.freeze.Lock()
+	ended := c.ended
+	c.ended = true
+	c.freeze.Unlock()
+	if !ended {
+		c.freeze.End()
+		c.k.cutting.CompareAndSwap(c, nil)
+	}
+}
+
+// Copied is what the cut's copy-on-write cost: chunks copied, the most
+// bytes held in copies at once, and how often Apply waited on the budget.
+func (c *Cut) Copied() (chunks, peak, waits uint64) {
+	c.freeze.Lock()
+	defer c.freeze.Unlock()
+	return c.freeze.Copies, c.freeze.Peak, c.freeze.Waits
+}
+
+// capture records key dk as it is now, which is as it was at the cut:
+// nothing changed it since (before would have captured it first). The
+// freeze's lock is held; byApply says the caller is Apply (which owns
+// the key tables) rather than the walk.
+func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
+	d := c.k.db(dk.db)
+	var v *Value
+	if byApply {
+		v = d.keys[dk.key]
+	} else {
+		d.mu.RLock()
+		v = d.keys[dk.key]
+		d.mu.RUnlock()
+	}
+	ck := &CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil}
+	if v == nil {
+		return ck
+	}
+	ck.meta = encodeMeta(v)
+	var total uint64
+	eachPart(v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { total += size })
+	// A small key the walk captures is copied whole into the cut's
+	// scratch, which the walk reuses for the next key once this one is
+	// written.
+	var scratch []byte
+	if !byApply && total <= inlineBytes {
+		if uint64(cap(c.scratch)) < total {
+			c.scratch = make([]byte, max(total, 4096))
+		}
+		scratch = c.scratch[:total]
+	}
+	eachPart(v, func(part uint32, size uint64, dp *engine.Dirty, read func([]byte, uint64)) {
+		ck.largest = max(ck.largest, size)
+		var inline []byte
+		if scratch != nil {
+			inline, scratch = scratch[:size:size], scratch[size:]
+		}
+		ck.parts = append(ck.parts, cutPart{part, c.freeze.Hold(dp, size, read, ck.Full, inline)})
+	})
+	return ck
+}
+
+// before is Apply's call before it changes (or replaces, or removes) a
+// key: a key of the cut not yet captured is captured now, as it still is
+// at the cut.
+func (c *Cut) before(dbi uint8, key string) {
+	dk := dirtyKey{dbi, key}
+	if _, ok := c.pending[dk]; !ok {
+		return
+	}
+	c.freeze.Lock()
+	defer c.freeze.Unlock()
+	if c.ended || c.early[dk] != nil || c.walked && chunkOrder(dk, c.cursor) <= 0 {
+		return
+	}
+	c.early[dk] = c.capture(dk, true)
+}
+
+// beforeDB is before for every key of the cut in database dbi (FLUSHDB).
+func (c *Cut) beforeDB(dbi uint8) {
+	for dk := range c.pending {
+		if dk.db == dbi {
+			c.before(dbi, dk.key)
+		}
+	}
+}
+
+// hold is Apply's hook: before it changes a key, the running cut (if any)
+// captures it.
+func (k *Keyspace) hold(dbi uint8, key []byte) {
+	if c := k.cutting.Load(); c != nil {
+		c.before(dbi, string(key))
+	}
+}
+
+func (k *Keyspace) holdKey(dbi uint8, key string) {
+	if c := k.cutting.Load(); c != nil {
+		c.before(dbi, key)
+	}
+}
+
 // Restore puts a cut whose write failed back into the change record, so
-// the next cut writes it again. The caller excludes Apply.
+// the next cut writes it again: the keys and, for a key changed in place,
+// the chunks it recorded (chunks Apply copied-on-write included: Apply
+// has changed them since, so they are to be written again in any case).
+// The caller excludes Apply.
 func (c *Cut) Restore() {
+	c.end()
 	k := c.k
 	k.watch.head = k.watch.head || c.head
 	k.watch.dirty |= c.pages
+	if k.dirty == nil {
+		return
+	}
+	// The two records merge into the larger: a cut of a million keys
+	// restored beside a few new changes costs those few.
+	if len(k.dirty) <= len(c.pending) {
+		for dk, full := range k.dirty {
+			c.pending[dk] = c.pending[dk] || full
+		}
+		k.dirty = c.pending
+	} else {
+		for dk, full := range c.pending {
+			k.dirty[dk] = k.dirty[dk] || full
+		}
+	}
+	c.pending = nil
+	// A full key that exists is full in the record already (Full is the
+	// record's flag or the key's absence); a key changed in place gets
+	// back the chunks its capture took.
+	merge := func(ck *CutKey) {
+		switch {
+		case ck.gone:
+			k.dirty[dirtyKey{ck.DB, ck.Key}] = true
+		case !ck.Full:
+			for _, p := range ck.parts {
+				p.h.Merge()
+			}
+			for _, kb := range ck.kept {
+				kb.Merge()
+			}
+		}
+	}
 	for _, ck := range c.Keys {
-		dk := dirtyKey{ck.DB, ck.Key}
-		if ck.Full {
-			k.dirty[dk] = true
-			continue
-		}
-		if _, ok := k.dirty[dk]; !ok {
-			k.dirty[dk] = false
-		}
-		for _, p := range ck.parts {
-			p.d.Merge(p.bits)
-		}
+		merge(ck)
+	}
+	for _, ck := range c.early {
+		merge(ck)
 	}
 	k.markedOK = false
 }
 
-// Bytes is about what writing the cut takes: the chunks it will write.
-func (c *Cut) Bytes() uint64 {
-	var n uint64
-	for _, r := range c.Records {
-		n += 64 + uint64(len(r.Data))
-	}
-	for i := range c.Keys {
-		ck := &c.Keys[i]
-		n += 64 + uint64(len(ck.Key))
-		if ck.Full {
-			eachPart(ck.v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { n += size })
-			if ck.v != nil && ck.v.Kind == KindString {
-				n += uint64(len(ck.v.Str()))
-			}
-			continue
-		}
-		for _, p := range ck.parts {
-			n += uint64(engine.CountChunks(p.bits)) * engine.ChunkSize
-		}
-	}
-	return n
-}
-
 // Gone reports whether the key no longer exists at the cut.
-func (ck *CutKey) Gone() bool { return ck.v == nil }
+func (ck *CutKey) Gone() bool { return ck.gone }
 
 // Largest is the size of the key's largest array at the cut, 0 when it
 // holds none or is gone.
-func (ck *CutKey) Largest() uint64 {
-	var n uint64
-	eachPart(ck.v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { n = max(n, size) })
-	return n
-}
+func (ck *CutKey) Largest() uint64 { return ck.largest }
 
 // Meta is the key's stored metadata at the cut, or nil when it is gone.
-func (ck *CutKey) Meta() []byte {
-	if ck.v == nil {
-		return nil
-	}
-	return encodeMeta(ck.v)
-}
+func (ck *CutKey) Meta() []byte { return ck.meta }
 
 // Chunks reads each chunk the key's image needs into buf (ChunkSize
 // bytes, reused) and calls fn with it, in (part, index) order: every
-// chunk that is not all zeros for a full key, the changed ones otherwise.
-// fn must be done with the data when it returns.
+// chunk that is not all zeros for a full key, the changed ones otherwise;
+// each as it was at the cut. fn must be done with the data when it
+// returns. Only within Walk's call for the key, once.
 func (ck *CutKey) Chunks(buf []byte, fn func(Chunk) error) error {
-	var err error
-	pi := 0
-	eachPart(ck.v, func(part uint32, size uint64, _ *engine.Dirty, read func([]byte, uint64)) {
-		emit := func(i uint64) error {
-			off := i * engine.ChunkSize
-			if off >= size {
-				return nil
+	for _, p := range ck.parts {
+		if err := p.h.Read(buf, func(i uint64, data []byte) error {
+			if ck.cut.aborted.Load() {
+				return ErrCutAborted
 			}
-			data := buf[:min(engine.ChunkSize, size-off)]
-			read(data, off)
 			if ck.Full && allZero(data) {
 				return nil
 			}
-			return fn(Chunk{Part: part, Index: uint32(i), Data: data})
+			return fn(Chunk{Part: p.index, Index: uint32(i), Data: data})
+		}); err != nil {
+			return err
 		}
-		if err != nil {
-			return
-		}
-		if ck.Full {
-			for i := uint64(0); i*engine.ChunkSize < size && err == nil; i++ {
-				err = emit(i)
-			}
-			return
-		}
-		if pi < len(ck.parts) {
-			err = engine.EachChunk(ck.parts[pi].bits, emit)
-			pi++
-		}
-	})
-	return err
+	}
+	return nil
 }
 
 // eachPart calls fn for each bit or bucket array of a value, in order:
@@ -214,7 +426,7 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 }
 
 func encodeMeta(v *Value) []byte {
-	ver := v.stamp() // Apply is excluded: no stamp moves
+	ver := v.stamp() // the key is captured before Apply changes it: no stamp moves
 	b := []byte{metaVersion, byte(v.Kind)}
 	if ver != 0 {
 		b[0] = metaVersionVer

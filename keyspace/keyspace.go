@@ -148,6 +148,12 @@ type Keyspace struct {
 	loading bool
 	// watch is the version tracking for WATCH (watch.go).
 	watch watchState
+	// cutting is the cut being written (image.go), nil when none is: Apply
+	// tells it of every key before changing it. Set by Cut (Apply
+	// excluded), cleared when the cut ends (beside Apply).
+	cutting atomic.Pointer[Cut]
+	// cutBudget bounds a cut's copies (SetCutBudget).
+	cutBudget uint64
 }
 
 type dirtyKey struct {
@@ -256,6 +262,7 @@ func (k *Keyspace) get(dbi uint8, key []byte) *Value {
 	if k.hot != nil && k.hotDB == dbi && string(k.hotKey) == string(key) {
 		return k.hot
 	}
+	k.hold(dbi, key)
 	v := k.db(dbi).keys[string(key)]
 	if v != nil && len(key) <= 1024 { // a huge key is not worth keeping a copy of
 		k.hot, k.hotKey, k.hotDB = v, append(k.hotKey[:0], key...), dbi
@@ -279,6 +286,7 @@ func (k *Keyspace) writeLookup(dbi uint8, key []byte, now int64) *Value {
 
 func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
+	k.holdKey(dbi, key)
 	k.forget()
 	d.mu.Lock()
 	d.keys[key] = v
@@ -289,6 +297,7 @@ func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 
 func (k *Keyspace) remove(dbi uint8, key string) bool {
 	d := k.db(dbi)
+	k.holdKey(dbi, key)
 	k.forget()
 	d.mu.Lock()
 	_, ok := d.keys[key]
@@ -442,6 +451,9 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 // order is random, and must not decide anything.
 func (k *Keyspace) flush(dbi uint8, now int64) {
 	d := k.db(dbi)
+	if c := k.cutting.Load(); c != nil {
+		c.beforeDB(dbi)
+	}
 	k.forget()
 	d.mu.Lock()
 	old := d.keys

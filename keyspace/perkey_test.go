@@ -24,7 +24,7 @@ func TestBytesPerSmallFilter(t *testing.T) {
 		k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: [][]byte{[]byte("x")},
 			ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 20})
 	}
-	k.Cut()
+	walked(k.Cut())
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n

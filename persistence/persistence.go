@@ -369,32 +369,23 @@ func (t *Table) Abort() {
 }
 
 // WriteCut starts a table that brings the image to the cut and the index
-// applied, with the replicated metadata extra, reading the cut's chunks
-// from the live filters. The caller must exclude Apply until WriteCut
-// returns (the chunks are read now), and then Commit (or Abort) the table;
-// the slow part, syncing and ingesting, need not exclude anything.
+// applied, with the replicated metadata extra (both as they were at the
+// cut), reading the cut's chunks as they were at the cut (keyspace.Cut:
+// Apply goes on meanwhile, and copies what it changes first). Then the
+// caller Commits (or Aborts) the table. The table's size is not known
+// until the cut is walked: it checks the filesystem as it grows.
 func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]byte) (*Table, error) {
-	t, err := s.newTable(cut.Bytes())
+	t, err := s.newTable(0)
 	if err != nil {
+		cut.Walk(func(*keyspace.CutKey) error { return err }) // ends the cut
 		return nil, err
 	}
 	var idx [8]byte
 	binary.LittleEndian.PutUint64(idx[:], applied)
 	t.set(appliedKey, idx[:])
-	keys := cut.Keys
-	// Chunks ("c"), in chunk-key order: database, key length, key.
-	slices.SortFunc(keys, func(a, b keyspace.CutKey) int {
-		if a.DB != b.DB {
-			return int(a.DB) - int(b.DB)
-		}
-		if len(a.Key) != len(b.Key) {
-			return len(a.Key) - len(b.Key)
-		}
-		return compareStrings(a.Key, b.Key)
-	})
+	// Chunks ("c"), in chunk-key order (Walk's): database, key length, key.
 	buf := make([]byte, engine.ChunkSize)
-	for i := range keys {
-		ck := &keys[i]
+	if err := cut.Walk(func(ck *keyspace.CutKey) error {
 		if ck.Full {
 			p := chunkPrefix(ck.DB, ck.Key)
 			if t.err == nil {
@@ -408,7 +399,11 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		}); err != nil && t.err == nil {
 			t.err = err
 		}
+		return t.err
+	}); err != nil && t.err == nil {
+		t.err = err
 	}
+	keys := cut.Keys
 	// Marks ("d"), in the same order: the base's copy of these keys is
 	// stale from this index on (base.go). Only a key with an array the
 	// base could hold needs one: an entry is at least baseMinArray long,
@@ -416,7 +411,20 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	// holds only small ones (auto-created filters, most keys) or none
 	// costs a flush no mark. A key gone loses its mark, so that marks
 	// never outnumber the keys; one that grows large again is marked then.
+	// A snapshot may give the cut up after its walk too (Cut.Abort): the
+	// loops below look every abortEvery keys, so that a cut of a million
+	// keys keeps no snapshot (and no Apply behind it) waiting on them.
+	const abortEvery = 4096
+	aborted := func(i int) bool {
+		if i%abortEvery == 0 && t.err == nil && cut.Aborted() {
+			t.err = keyspace.ErrCutAborted
+		}
+		return t.err != nil
+	}
 	for i := range keys {
+		if aborted(i) {
+			break
+		}
 		mk := markKey(keys[i].DB, keys[i].Key)
 		switch {
 		case keys[i].Largest() >= baseMinArray:
@@ -427,14 +435,18 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	}
 	t.set(markedKey, idx[:])
 	// Metadata ("k"), in key order.
-	slices.SortFunc(keys, func(a, b keyspace.CutKey) int {
-		if a.DB != b.DB {
-			return int(a.DB) - int(b.DB)
+	if !aborted(0) {
+		slices.SortFunc(keys, func(a, b *keyspace.CutKey) int {
+			if a.DB != b.DB {
+				return int(a.DB) - int(b.DB)
+			}
+			return compareStrings(a.Key, b.Key)
+		})
+	}
+	for i, ck := range keys {
+		if aborted(i) {
+			break
 		}
-		return compareStrings(a.Key, b.Key)
-	})
-	for i := range keys {
-		ck := &keys[i]
 		if m := ck.Meta(); m != nil {
 			t.set(metaKey(ck.DB, ck.Key), m)
 		} else if t.err == nil {
@@ -448,6 +460,12 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		t.set(append([]byte{'w'}, r.Name...), r.Data)
 	}
 	t.setExtra(extra)
+	// What the table added since its last check (set checks every 64
+	// MiB): a cut's size is known only now. On a disk this counts bytes
+	// already written again, at most 64 MiB more than needed.
+	if t.err == nil && t.written > t.checked {
+		t.err = s.checkSpace(t.written - t.checked)
+	}
 	if t.err != nil {
 		err := t.err
 		t.Abort()

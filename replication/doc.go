@@ -21,8 +21,10 @@
 // leaseLoop, on followers reading linearizably: asks for a lease and
 // renews it; a read under it waits for the latest index the leader told.
 //
-// State and locks: fsm.mu excludes Apply from image flushes and snapshot
-// installs; fsm.flushMu orders image writes; readers never lock; the
+// State and locks: fsm.mu excludes Apply from taking a cut of the image
+// (O(1); the cut is written beside Apply, keyspace.Cut) and from snapshot
+// installs; fsm.cutMu and fsm.flushMu order image writes; readers never
+// lock; the
 // leader's lease holders sit behind holders.mu, taken once per write batch
 // and per message to a holder.
 //
@@ -35,8 +37,9 @@
 // snapshots, so restart replays at most that much log; snapshots copy the
 // whole image (simple and atomic, costly for very large data sets). A
 // snapshot's image write runs in Persist, not in the state machine's call,
-// so Apply goes on meanwhile; flushMu, held from the call to that write,
-// keeps later flushes behind it. A snapshot stream ends with a checksum
+// so Apply goes on meanwhile; cutMu and then flushMu, held from the call
+// to that write, keep later flushes behind it, and a flush still walking
+// its cut when Raft asks for a snapshot is given up for the snapshot's. A snapshot stream ends with a checksum
 // of its writer's (persistence); Restore refuses one that fails it before
 // anything is swapped in, does not count it as a disk fault, and removes
 // the stored copy (snapstore.go), so Raft tells the leader, which sends it

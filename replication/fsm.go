@@ -26,20 +26,36 @@ import (
 // it does not know, bytes that do not decode) halts the node before it,
 // so that no replica applies part of the log differently.
 //
-// Locks: mu excludes Apply from cuts of the image and from swapping in a
-// restored keyspace; readers never take it. flushMu orders image writes,
-// so an older table can never land after a newer one.
+// Locks: mu excludes Apply from taking a cut of the image (an O(1) swap;
+// the cut is written beside Apply, keyspace.Cut) and from swapping in a
+// restored keyspace; readers never take it. cutMu orders cuts, flushMu
+// commits (taken before cutMu is let go), so an older table can never land
+// after a newer one, and a cut can be walked while the one before commits.
 type fsm struct {
-	mu      sync.Mutex
-	flushMu sync.Mutex
-	ks      atomic.Pointer[keyspace.Keyspace]
-	store   *persistence.Store
-	log     *slog.Logger
+	mu sync.Mutex
+	// cutMu is held while a cut is open (taken and not yet written);
+	// flushMu from then until its table is committed.
+	cutMu, flushMu sync.Mutex
+	// walking is the flush's cut while it is written, which a snapshot
+	// may give up (lockCut).
+	walking atomic.Pointer[keyspace.Cut]
+	// snapWaiting is set while a snapshot waits for cutMu, so that a
+	// flush that takes its cut meanwhile gives it up at once (lockCut).
+	snapWaiting atomic.Bool
+	ks          atomic.Pointer[keyspace.Keyspace]
+	store       *persistence.Store
+	log         *slog.Logger
 	// persisted is the index the stored image covered at load: entries at
 	// or below it are already in the keyspace and must not apply twice
 	// (CF.ADD and CF.DEL are not idempotent).
 	persisted uint64
 	applied   atomic.Uint64
+	// inKS is the latest entry applied to the keyspace, set under mu
+	// (applied moves just after mu is let go): the index a cut is at.
+	inKS uint64
+	// cutCopies, cutPeak and cutWaits are the latest cut's copy-on-write
+	// (keyspace.Cut.Copied), for INFO persistence.
+	cutCopies, cutPeak, cutWaits atomic.Uint64
 	// changed is the index of the latest applied entry that may have
 	// changed state; entries after it carried no command (lease renewals,
 	// a new leader's first entry, membership), so a read needs nothing
@@ -127,6 +143,7 @@ func (f *fsm) load() error {
 	f.mu.Lock()
 	f.ks.Store(ks)
 	f.persisted = applied
+	f.inKS = applied
 	f.members = members
 	f.voters = voters
 	f.users.Set(users)
@@ -253,6 +270,7 @@ func (f *fsm) apply(l *raft.Log) any {
 	if users != nil {
 		f.users.Set(users)
 	}
+	f.inKS = l.Index
 	f.mu.Unlock()
 	f.applying.Store(0)
 	if len(cmds) > 0 {
@@ -364,13 +382,62 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 // reaches, to the image. On failure the changes stay recorded for the next
 // flush, so the image never records an index whose changes it lacks.
 func (f *fsm) flush() error {
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
-	t, cut, err := f.cut()
+	f.cutMu.Lock()
+	p, err := f.take()
 	if err != nil {
+		f.cutMu.Unlock()
 		return err
 	}
+	f.walking.Store(p.cut) // a snapshot may give it up (lockCut)
+	if f.snapWaiting.Load() {
+		p.cut.Abort() // one came while this cut was taken
+	}
+	t, cut, err := f.write(p)
+	f.walking.Store(nil)
+	if err != nil {
+		f.cutMu.Unlock()
+		if errors.Is(err, keyspace.ErrCutAborted) {
+			return nil // restored: the snapshot's cut carries it
+		}
+		return err
+	}
+	// The next cut may be taken (and walked) while this one commits; its
+	// commit waits for this one.
+	f.flushMu.Lock()
+	f.cutMu.Unlock()
+	defer f.flushMu.Unlock()
 	return f.commit(t, cut)
+}
+
+// lockCut takes cutMu for a snapshot, on Raft's FSM goroutine, where
+// waiting holds every Apply: a flush still walking its cut is given up
+// (restored into the change record, which the snapshot's cut then
+// takes), so the wait is for the walk to notice and the restore, not for
+// the walk. A flush already committing has let cutMu go. A flush that
+// is still taking its cut (syncing the log) sees snapWaiting once it has
+// published it in walking, and gives it up then: one of the two sees the
+// other's store.
+func (f *fsm) lockCut() {
+	if f.cutMu.TryLock() {
+		return
+	}
+	f.snapWaiting.Store(true)
+	if c := f.walking.Load(); c != nil {
+		c.Abort()
+	}
+	f.cutMu.Lock()
+	f.snapWaiting.Store(false)
+}
+
+// lockAll excludes every other image write: cuts and commits.
+func (f *fsm) lockAll() {
+	f.cutMu.Lock()
+	f.flushMu.Lock()
+}
+
+func (f *fsm) unlockAll() {
+	f.flushMu.Unlock()
+	f.cutMu.Unlock()
 }
 
 // report tells the node how a write to disk went.
@@ -381,35 +448,78 @@ func (f *fsm) report(kind fault, err error) error {
 	return err
 }
 
-// cut writes the changes since the last cut into a table, with Apply
-// excluded, so the table is the state at the applied index; the slow half
-// (sync and ingest) is commit's, with Apply running. Snapshot calls it
-// from Raft's FSM goroutine, where no Apply can run either. The caller
-// holds flushMu.
+// cut writes the changes since the last cut into a table: take, then
+// write. Apply is excluded only while the cut is taken (keyspace.Cut: a
+// swap of the change record); the table is written from the state at the
+// cut with Apply going on, and the slow half (sync and ingest) is
+// commit's. The caller holds cutMu.
 func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
+	p, err := f.take()
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.write(p)
+}
+
+// pendingCut is a cut taken and not yet written: the keyspace's, and the
+// applied index and replicated metadata at the same point.
+type pendingCut struct {
+	cut     *keyspace.Cut
+	applied uint64
+	extra   map[string][]byte
+}
+
+// take takes a cut, with Apply excluded for O(1) (and the marshalling of
+// the replicated metadata, a few kilobytes). Snapshot calls it from Raft's
+// FSM goroutine, where no Apply can run either. The caller holds cutMu
+// until the cut is written.
+func (f *fsm) take() (*pendingCut, error) {
 	if f.syncLog != nil {
 		// The image must never be ahead of the log it was built from.
 		// A failure is a fault of the log's; a success proves only that
 		// syncing works, not appending, so it clears nothing.
 		if err := f.syncLog(); err != nil {
-			return nil, nil, f.report(faultLog, err)
+			return nil, f.report(faultLog, err)
 		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.halt.Load(); err != nil {
-		return nil, nil, *err
+		return nil, *err
 	}
 	members, _ := json.Marshal(f.members)
 	voters, _ := json.Marshal(f.voters)
 	users, _ := json.Marshal(f.users.Users())
-	cut := f.ks.Load().Cut()
-	t, err := f.store.WriteCut(cut, f.applied.Load(), map[string][]byte{membersKey: members, votersKey: voters, usersKey: users})
+	// The keyspace holds every entry up to inKS (set under mu); applied
+	// may be past it by entries that changed nothing in it, or behind it
+	// by the entry whose Apply just released mu.
+	return &pendingCut{cut: f.ks.Load().Cut(), applied: max(f.applied.Load(), f.inKS),
+		extra: map[string][]byte{membersKey: members, votersKey: voters, usersKey: users}}, nil
+}
+
+// write writes a taken cut into a table, beside Apply. On failure the cut
+// goes back into the change record.
+func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
+	t, err := f.store.WriteCut(p.cut, p.applied, p.extra)
 	if err != nil {
-		cut.Restore()
+		f.mu.Lock()
+		p.cut.Restore()
+		f.mu.Unlock()
+		if errors.Is(err, keyspace.ErrCutAborted) {
+			return nil, nil, err // given up, not a fault
+		}
 		return nil, nil, f.report(faultImage, err)
 	}
-	return t, cut, nil
+	f.noteCut(p.cut)
+	return t, p.cut, nil
+}
+
+// noteCut keeps what a written cut's copy-on-write cost, for INFO.
+func (f *fsm) noteCut(c *keyspace.Cut) {
+	copies, peak, waits := c.Copied()
+	f.cutCopies.Store(copies)
+	f.cutPeak.Store(peak)
+	f.cutWaits.Add(waits)
 }
 
 // commit makes a cut's table durable; if that fails, the cut goes back
@@ -445,21 +555,25 @@ func (f *fsm) memberList() map[string]string {
 }
 
 // Snapshot implements raft.FSM. Raft calls it between Applies, so the cut
-// brings the image exactly to the applied index; the table is committed
-// in Persist, on Raft's snapshot goroutine, while Apply goes on. flushMu
-// stays held from here until then, so no later flush lands first. A halted
+// brings the image exactly to the applied index; it only takes the cut
+// (O(1)): the table is written and committed in Persist, on Raft's
+// snapshot goroutine, while Apply goes on. cutMu stays held from here
+// until the cut is written, and flushMu from then until it is committed,
+// so no later flush lands first. A flush walking its cut when Raft asks
+// is given up for this cut (lockCut): Apply waits on the restore, not on
+// the flush. A halted
 // state machine takes no snapshot: Raft's applied index is past its own.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.halt.Load(); err != nil {
 		return nil, *err
 	}
-	f.flushMu.Lock()
-	t, cut, err := f.cut()
+	f.lockCut()
+	p, err := f.take()
 	if err != nil {
-		f.flushMu.Unlock()
+		f.cutMu.Unlock()
 		return nil, err
 	}
-	return &snapshot{f: f, table: t, cut: cut, logged: f.logged.Load(), entries: f.entries.Load()}, nil
+	return &snapshot{f: f, pending: p, logged: f.logged.Load(), entries: f.entries.Load()}, nil
 }
 
 // Restore implements raft.FSM: the stream replaces the image atomically,
@@ -468,8 +582,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // never holds two copies of its filters.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
+	f.lockAll()
+	defer f.unlockAll()
 	if err := f.store.ReadSnapshot(rc); err != nil {
 		if errors.Is(err, persistence.ErrCorrupt) {
 			// Damaged after its writer summed it (persistence: Snapshot
@@ -502,19 +616,23 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 // streams a frozen view of it to w: a consistent copy of this node's state
 // while Apply goes on. It returns the index the copy is at.
 func (f *fsm) backup(w io.Writer) (uint64, error) {
-	f.flushMu.Lock()
-	t, cut, err := f.cut()
+	f.lockAll()
+	p, err := f.take()
 	if err != nil {
-		f.flushMu.Unlock()
+		f.unlockAll()
 		return 0, err
 	}
-	idx := f.applied.Load()
-	if err := f.commit(t, cut); err != nil {
-		f.flushMu.Unlock()
+	idx := p.applied
+	t, cut, err := f.write(p)
+	if err == nil {
+		err = f.commit(t, cut)
+	}
+	if err != nil {
+		f.unlockAll()
 		return 0, err
 	}
 	snap := f.store.NewSnapshot()
-	f.flushMu.Unlock()
+	f.unlockAll()
 	defer snap.Close()
 	return idx, snap.Stream(w)
 }
@@ -523,8 +641,8 @@ func (f *fsm) backup(w io.Writer) (uint64, error) {
 // excluded throughout (DEBUG RELOAD): what a restart would load. The old
 // keyspace is let go first, so a node never holds two copies.
 func (f *fsm) reload() error {
-	f.flushMu.Lock()
-	defer f.flushMu.Unlock()
+	f.lockAll()
+	defer f.unlockAll()
 	t, cut, err := f.cut()
 	if err != nil {
 		return err
@@ -549,24 +667,31 @@ func (f *fsm) reload() error {
 
 type snapshot struct {
 	f       *fsm
-	table   *persistence.Table
-	cut     *keyspace.Cut
-	logged  uint64 // fsm.logged when it was taken
-	entries uint64 // and fsm.entries
+	pending *pendingCut // the cut Snapshot took, written by write
+	logged  uint64      // fsm.logged when it was taken
+	entries uint64      // and fsm.entries
 
 	once sync.Once
 	err  error
 	snap *persistence.Snapshot // the image frozen at the cut
 }
 
-// write commits the cut's table, freezes the image and lets the next
-// flush go. Persist calls it first; Release calls it too, so that the
+// write writes and commits the cut's table, freezes the image and lets
+// the next flush go. Persist calls it first; Release calls it too, so that the
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
+		t, cut, err := s.f.write(s.pending)
+		s.pending = nil
+		if err != nil {
+			s.f.cutMu.Unlock()
+			s.err = err
+			return
+		}
+		s.f.flushMu.Lock()
+		s.f.cutMu.Unlock()
 		defer s.f.flushMu.Unlock()
-		s.err = s.f.commit(s.table, s.cut)
-		s.cut = nil
+		s.err = s.f.commit(t, cut)
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}
@@ -605,10 +730,10 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	// image writes wait for it: nothing may land between its copy of the
 	// image and the entries that record it.
 	if s.f.quiet() && s.f.store.Stale() {
-		s.f.flushMu.Lock()
+		s.f.lockAll()
 		began := time.Now()
 		n, err := s.f.store.Rebase()
-		s.f.flushMu.Unlock()
+		s.f.unlockAll()
 		if err != nil {
 			s.f.log.Warn("writing the image's base", "err", err)
 		} else {

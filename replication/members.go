@@ -277,8 +277,10 @@ func (n *Node) MemoryInfo() (image, log uint64) {
 // ImageInfo is INFO persistence's account of the image's writes since the
 // node started: tables ingested, the filter bytes they carried, the bytes
 // written for them (their files and Pebble's compactions), the ratio
-// of the two, the image's write amplification, and the snapshots installed
-// and refused as damaged.
+// of the two, the image's write amplification, the snapshots installed
+// and refused as damaged, and what the latest flush's copy-on-write cost
+// (chunks Apply copied, the most bytes held in copies at once; and how
+// often, since start, Apply waited on the copies' budget).
 func (n *Node) ImageInfo() [][2]string {
 	st := n.store.Stats()
 	amp := "0.00"
@@ -298,5 +300,8 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_base_loaded_bytes", u(st.BaseLoaded)},
 		{"image_snapshots_installed", u(n.fsm.installed.Load())},
 		{"image_snapshots_refused", u(n.fsm.refused.Load())},
+		{"image_cut_copied_chunks", u(n.fsm.cutCopies.Load())},
+		{"image_cut_copied_peak_bytes", u(n.fsm.cutPeak.Load())},
+		{"image_cut_budget_waits", u(n.fsm.cutWaits.Load())},
 	}
 }

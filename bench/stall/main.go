@@ -1,0 +1,390 @@
+// Command stall measures how long a write waits on the image: a durable
+// bfserver node flushing (and snapshotting) while writes go on, against
+// RedisBloom with appendfsync always, in one run.
+//
+// Each scenario starts the server, loads it, then keeps a steady write
+// load while a probe client (one connection, one command at a time) times
+// every BF.ADD reply, across at least -flushes flushes and one snapshot
+// (BGSAVE); it prints the longest write, p99.9, p99, the errors (TRYAGAIN
+// among them), the flushes seen and the peak RSS.
+//
+//	go run ./bench/stall                       # both scenarios, built ./cmd/bfserver and RedisBloom
+//	go run ./bench/stall -scenario small       # 1,000,000 small filters (BF.ADD tenant:N x)
+//	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
+//	go run ./bench/stall -bfserver OLD -redisbloom ''   # another build only
+//
+// The scenarios:
+//
+//   - small: -filters filters created by pipelined BF.ADD tenant:N x (the
+//     probe runs meanwhile), then -rate adds a second to random tenants.
+//   - large: BF.RESERVE big 0.01 with the capacity of -large-bytes of bits,
+//     BF.MADD of enough random items to change every 64 KiB chunk, then
+//     -rate random adds a second to it: every flush writes all of it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	bfBin      = flag.String("bfserver", "", "bfserver binary (default: build ./cmd/bfserver)")
+	redisBloom = flag.String("redisbloom", "/work/shared/anchors/start-redisbloom", "RedisBloom start script (empty: skip it)")
+	scenario   = flag.String("scenario", "small,large", "scenarios to run: small, large")
+	basePort   = flag.Int("port", 7480, "first of the ports used (RESP, Raft, RedisBloom)")
+	filters    = flag.Int("filters", 1_000_000, "small: filters created")
+	largeBytes = flag.Uint64("large-bytes", 1<<30, "large: the filter's bit array in bytes")
+	rate       = flag.Int("rate", 20000, "steady adds a second after the load")
+	flushEvery = flag.Duration("flush-interval", 5*time.Second, "bfserver --flush-interval")
+	flushes    = flag.Int("flushes", 3, "flushes to see in the steady phase (bfserver; RedisBloom runs as long)")
+	bfArgs     = flag.String("bfargs", "", "extra bfserver flags, space-separated")
+)
+
+func main() {
+	flag.Parse()
+	if *bfBin == "" {
+		dir, err := os.MkdirTemp("", "bfstall")
+		check(err)
+		defer os.RemoveAll(dir)
+		*bfBin = filepath.Join(dir, "bfserver")
+		build := exec.Command("go", "build", "-o", *bfBin, "./cmd/bfserver")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		check(build.Run())
+	}
+	for _, sc := range strings.Split(*scenario, ",") {
+		var steady time.Duration
+		if *bfBin != "none" {
+			s := startBF()
+			r := run(s, sc, 0)
+			steady = r.steady
+			s.stop()
+		}
+		if *redisBloom != "" {
+			s := startRedisBloom()
+			run(s, sc, max(steady, 3**flushEvery+5*time.Second))
+			s.stop()
+		}
+	}
+}
+
+type server struct {
+	name string
+	pid  int
+	cmd  *exec.Cmd
+	port int
+	dir  string
+}
+
+func startBF() *server {
+	dir, err := os.MkdirTemp("", "bfstall-data")
+	check(err)
+	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", *basePort), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", *basePort+1),
+		"--data-dir", dir, "--fsync", "always", "--flush-interval", flushEvery.String(), "--max-filter-bytes", "4294967296"}
+	args = append(args, strings.Fields(*bfArgs)...)
+	s := &server{name: "bfserver", port: *basePort, dir: dir, cmd: exec.Command(*bfBin, args...)}
+	log, err := os.Create(filepath.Join(os.TempDir(), "bfstall-bfserver.log"))
+	check(err)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	check(s.cmd.Start())
+	s.pid = s.cmd.Process.Pid
+	s.waitReady()
+	return s
+}
+
+func startRedisBloom() *server {
+	port := *basePort + 2
+	out, err := exec.Command(*redisBloom, strconv.Itoa(port), "--appendonly", "yes", "--appendfsync", "always").Output()
+	check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	check(err)
+	s := &server{name: "redisbloom", port: port, pid: pid}
+	s.waitReady()
+	return s
+}
+
+func (s *server) client(pool int) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), Protocol: 2, PoolSize: pool,
+		ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute, MaxRetries: -1})
+}
+
+func (s *server) waitReady() {
+	c := s.client(1)
+	defer c.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	// Ready once it takes a write (a node answers PING before it leads).
+	for c.Do(context.Background(), "BF.ADD", "warmup", "x").Err() != nil {
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("%s did not start", s.name))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Wait()
+		os.RemoveAll(s.dir)
+		return
+	}
+	syscall.Kill(s.pid, syscall.SIGTERM)
+	for i := 0; i < 500 && syscall.Kill(s.pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// memKB reads a field (VmHWM) from /proc/pid/status in KiB.
+func (s *server) memKB(field string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// info reads one INFO field, "" when absent.
+func (s *server) info(c *redis.Client, field string) string {
+	txt, err := c.Info(context.Background(), "persistence").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(txt, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// probe is the depth-1 client: it times every BF.ADD reply.
+type probe struct {
+	mu     sync.Mutex
+	lat    []time.Duration
+	errs   map[string]int
+	worst  time.Duration
+	worstT time.Time
+	stop   atomic.Bool
+	done   chan struct{}
+}
+
+func startProbe(s *server) *probe {
+	p := &probe{errs: map[string]int{}, done: make(chan struct{})}
+	c := s.client(1)
+	go func() {
+		defer close(p.done)
+		defer c.Close()
+		ctx := context.Background()
+		for i := 0; !p.stop.Load(); i++ {
+			began := time.Now()
+			err := c.Do(ctx, "BF.ADD", "probe", "p"+strconv.Itoa(i)).Err()
+			d := time.Since(began)
+			p.mu.Lock()
+			p.lat = append(p.lat, d)
+			if d > p.worst {
+				p.worst, p.worstT = d, began
+			}
+			if err != nil {
+				msg := err.Error()
+				if f := strings.Fields(msg); len(f) > 0 {
+					msg = f[0]
+				}
+				p.errs[msg]++
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+func (p *probe) finish() {
+	p.stop.Store(true)
+	<-p.done
+}
+
+func (p *probe) quantile(q float64) time.Duration {
+	s := slices.Clone(p.lat)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+// load sends n commands made by mk, pipelined in batches over conns
+// connections, and returns the errors.
+func load(s *server, n, conns int, mk func(i int) []any) int64 {
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	const batch = 1000
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := s.client(1)
+			defer c.Close()
+			ctx := context.Background()
+			for {
+				from := int(next.Add(batch)) - batch
+				if from >= n {
+					return
+				}
+				pipe := c.Pipeline()
+				for i := from; i < min(n, from+batch); i++ {
+					pipe.Do(ctx, mk(i)...)
+				}
+				cmds, _ := pipe.Exec(ctx)
+				for _, cmd := range cmds {
+					if cmd.Err() != nil {
+						errs.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errs.Load()
+}
+
+// steadyLoad sends -rate commands a second (made by mk) in batches of 100
+// until stop is closed.
+func steadyLoad(s *server, mk func(i int) []any, stop chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := s.client(1)
+		defer c.Close()
+		ctx := context.Background()
+		const batch = 100
+		tick := time.NewTicker(time.Second * batch / time.Duration(*rate))
+		defer tick.Stop()
+		for i := 0; ; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			pipe := c.Pipeline()
+			for j := 0; j < batch; j++ {
+				pipe.Do(ctx, mk(i)...)
+				i++
+			}
+			pipe.Exec(ctx)
+		}
+	}()
+	return &wg
+}
+
+type result struct{ steady time.Duration }
+
+func run(s *server, sc string, steadyFor time.Duration) result {
+	ctx := context.Background()
+	c := s.client(1)
+	defer c.Close()
+	fmt.Printf("== %s, %s\n", sc, s.name)
+	p := startProbe(s)
+	began := time.Now()
+	var mk func(i int) []any
+	switch sc {
+	case "small":
+		errs := load(s, *filters, 4, func(i int) []any { return []any{"BF.ADD", "tenant:" + strconv.Itoa(i), "x"} })
+		fmt.Printf("   created %d filters in %.1f s (%d errors)\n", *filters, time.Since(began).Seconds(), errs)
+		mk = func(int) []any {
+			return []any{"BF.ADD", "tenant:" + strconv.Itoa(rand.IntN(*filters)), "y" + strconv.Itoa(rand.IntN(1000))}
+		}
+	case "large":
+		bits := float64(*largeBytes) * 8
+		capacity := uint64(bits * math.Ln2 * math.Ln2 / -math.Log(0.01))
+		check(c.Do(ctx, "BF.RESERVE", "big", "0.01", capacity).Err())
+		// Each add sets 7 bits; enough adds that every chunk is changed.
+		chunks := int(*largeBytes / (64 << 10))
+		n := max(100_000, chunks*int(math.Log(float64(chunks))+2))
+		errs := load(s, n/100, 2, func(i int) []any {
+			args := []any{"BF.MADD", "big"}
+			for j := range 100 {
+				args = append(args, "m"+strconv.Itoa(i*100+j))
+			}
+			return args
+		})
+		fmt.Printf("   reserved %d MiB (capacity %d) and added %d items in %.1f s (%d errors)\n", *largeBytes>>20, capacity, n, time.Since(began).Seconds(), errs)
+		mk = func(int) []any { return []any{"BF.ADD", "big", "r" + strconv.FormatUint(rand.Uint64(), 36)} }
+	default:
+		check(fmt.Errorf("unknown scenario %q", sc))
+	}
+	loaded := time.Since(began)
+	stop := make(chan struct{})
+	wg := steadyLoad(s, mk, stop)
+	steadyStart := time.Now()
+	tables := func() int {
+		n, _ := strconv.Atoi(s.info(c, "image_tables_ingested"))
+		return n
+	}
+	t0 := tables()
+	saved := false
+	for {
+		time.Sleep(100 * time.Millisecond)
+		el := time.Since(steadyStart)
+		if !saved && el > *flushEvery+*flushEvery/2 {
+			saved = true
+			if err := c.Do(ctx, "BGSAVE").Err(); err != nil {
+				fmt.Printf("   BGSAVE: %v\n", err)
+			}
+		}
+		if steadyFor > 0 {
+			if el >= steadyFor {
+				break
+			}
+		} else if saved && tables()-t0 >= *flushes+1 && el > time.Duration(*flushes)**flushEvery {
+			break
+		}
+		if el > 10*time.Minute {
+			fmt.Println("   gave up waiting for flushes")
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	p.finish()
+	steady := time.Since(steadyStart)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Printf("   load %.1f s, steady %.1f s at %d adds/s; image tables ingested in the steady phase: %d\n", loaded.Seconds(), steady.Seconds(), *rate, tables()-t0)
+	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
+		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
+	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
+	return result{steady: steady}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stall:", err)
+		os.Exit(1)
+	}
+}

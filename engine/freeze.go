@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A Freeze is one image write's hold on the chunks it still has to read:
+// the write reads them while the writer goes on, and the writer, before it
+// changes a held chunk, copies it for the write (copy-on-write). The write
+// thus reads every chunk as it was when the hold was taken, without
+// excluding the writer for longer than one chunk's copy.
+//
+// Copies are budgeted: a writer that would take the copies past the
+// budget waits until the write has read (and let go of) enough of them, or
+// has read the chunk itself. Memory for copies is therefore at most the
+// budget plus one chunk, whatever the filters' size.
+//
+// Locks: mu guards every Hold of the Freeze and the copies. The writer's
+// check of an array it does not hold (Dirty.x nil) costs nothing more than
+// before.
+type Freeze struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	done    atomic.Bool
+	held    map[*Dirty]*Hold
+	budget  uint64
+	copied  uint64 // bytes of copies not yet read
+	waiting int    // writers waiting on the budget
+	// Counters for the owner's statistics: chunks copied, bytes at most
+	// held in copies at once, and how often a writer waited on the budget.
+	Copies, Peak, Waits uint64
+}
+
+// NewFreeze starts a Freeze whose copies may hold up to budget bytes.
+func NewFreeze(budget uint64) *Freeze {
+	f := &Freeze{held: map[*Dirty]*Hold{}, budget: max(budget, ChunkSize)}
+	f.cond.L = &f.mu
+	return f
+}
+
+// Lock and Unlock take the Freeze's lock, so that its owner can decide
+// who takes a hold on a value (the writer or the image write) under it.
+func (f *Freeze) Lock()   { f.mu.Lock() }
+func (f *Freeze) Unlock() { f.mu.Unlock() }
+
+// Hold is a Freeze's hold on one array: the chunks still to be read and
+// the copies the writer made of some of them.
+type Hold struct {
+	f       *Freeze
+	d       *Dirty
+	size    uint64
+	read    func(dst []byte, off uint64)
+	pending []uint64 // chunks not yet read nor copied
+	all     []uint64 // the chunks the hold was taken on
+	copies  map[uint64][]byte
+	// inline holds the array's chunks, copied when the hold was taken, at
+	// their offsets (only the held ones filled): the caller's buffer, not
+	// the budget's.
+	inline []byte
+	// Bits is the change record the hold took from the array (Swap): a
+	// write that fails merges it back (Dirty.Merge).
+	Bits []uint64
+}
+
+// Hold takes d's change record and holds the chunks an image of the array
+// needs: every chunk when full, the recorded ones otherwise. The caller
+// holds f's lock and knows the writer is not changing the array (it is
+// the writer, or the writer must take f's lock before it changes it).
+// With inline (size bytes, the caller's, reused once the hold ends), the
+// chunks are copied into it at once and the array is not held: for an
+// image write about to read them. It costs no allocation per chunk, which
+// matters for a cut of a million small filters (the garbage collector's
+// work, not the copies, was most of such a flush's CPU).
+func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) *Hold {
+	h := &Hold{f: f, d: d, size: size, read: read, Bits: d.Swap()}
+	chunks := (size + ChunkSize - 1) / ChunkSize
+	if full {
+		h.pending = make([]uint64, (chunks+63)/64)
+		for c := uint64(0); c < chunks; c++ {
+			h.pending[c>>6] |= 1 << (c & 63)
+		}
+	} else {
+		// Only chunks inside the array (a record never names others; it
+		// costs nothing to be sure).
+		words := (chunks + 63) / 64
+		h.pending = append([]uint64(nil), h.Bits[:min(uint64(len(h.Bits)), words)]...)
+		if r := chunks & 63; r != 0 && uint64(len(h.pending)) == words {
+			h.pending[words-1] &= 1<<r - 1
+		}
+	}
+	if inline != nil {
+		h.inline = inline[:size]
+		EachChunk(h.pending, func(c uint64) error {
+			read(h.inline[c*ChunkSize:c*ChunkSize+h.chunkLen(c)], c*ChunkSize)
+			return nil
+		})
+		h.all = h.pending // nothing is pending any more: Read reads inline
+		h.pending = nil
+		return h
+	}
+	h.all = append([]uint64(nil), h.pending...)
+	f.held[d] = h
+	if d.x == nil {
+		d.x = &dirtyExt{frozen: f}
+	} else {
+		d.x.frozen = f
+	}
+	return h
+}
+
+func (h *Hold) chunkLen(c uint64) uint64 { return min(ChunkSize, h.size-c*ChunkSize) }
+
+func (h *Hold) isPending(c uint64) bool {
+	return c>>6 < uint64(len(h.pending)) && h.pending[c>>6]&(1<<(c&63)) != 0
+}
+
+// before is the writer's call before it changes chunk c of d.
+func (f *Freeze) before(d *Dirty, c uint64) {
+	if f.done.Load() {
+		d.unfreeze()
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.held[d]
+	if h == nil || f.done.Load() {
+		d.unfreeze()
+		return
+	}
+	if !h.isPending(c) {
+		return
+	}
+	n := h.chunkLen(c)
+	for f.copied+n > f.budget && h.isPending(c) && !f.done.Load() {
+		f.Waits++
+		f.waiting++
+		f.cond.Wait()
+		f.waiting--
+	}
+	if !h.isPending(c) || f.done.Load() {
+		return
+	}
+	buf := make([]byte, n)
+	h.read(buf, c*ChunkSize)
+	if h.copies == nil {
+		h.copies = map[uint64][]byte{}
+	}
+	h.copies[c] = buf
+	h.pending[c>>6] &^= 1 << (c & 63)
+	f.copied += n
+	f.Copies++
+	f.Peak = max(f.Peak, f.copied)
+}
+
+// unfreeze drops a hold's mark from the array; only its writer calls it.
+func (d *Dirty) unfreeze() {
+	if d.x == nil {
+		return
+	}
+	d.x.frozen = nil
+	if d.x.bits == nil {
+		d.x = nil
+	}
+}
+
+// Read calls fn with each held chunk, in order, as it was when the hold
+// was taken: the writer's copy, or the array's bytes read into buf
+// (ChunkSize bytes) now, before the writer may change them. fn must be
+// done with data when it returns. Then the hold ends.
+func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error {
+	f := h.f
+	defer h.Release()
+	if h.inline != nil {
+		return EachChunk(h.all, func(c uint64) error {
+			return fn(c, h.inline[c*ChunkSize:c*ChunkSize+h.chunkLen(c)])
+		})
+	}
+	return EachChunk(h.all, func(c uint64) error {
+		f.mu.Lock()
+		data, copied := h.copies[c]
+		switch {
+		case copied:
+			delete(h.copies, c)
+		case h.isPending(c):
+			data = buf[:h.chunkLen(c)]
+			h.read(data, c*ChunkSize)
+			h.pending[c>>6] &^= 1 << (c & 63)
+			f.wake()
+		default:
+			f.mu.Unlock()
+			return nil // cannot happen: a chunk is either pending or copied
+		}
+		f.mu.Unlock()
+		err := fn(c, data)
+		if copied {
+			f.mu.Lock()
+			if !f.done.Load() {
+				f.copied -= uint64(len(data))
+				f.wake()
+			}
+			f.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// wake lets writers waiting on the budget look again. f.mu is held.
+func (f *Freeze) wake() {
+	if f.waiting > 0 {
+		f.cond.Broadcast()
+	}
+}
+
+// Release ends the hold: the writer changes the array freely again, and
+// the copies left are dropped.
+func (h *Hold) Release() {
+	f := h.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held[h.d] == h {
+		delete(f.held, h.d)
+		for _, b := range h.copies {
+			f.copied -= uint64(len(b))
+		}
+		f.wake()
+	}
+	h.copies, h.pending, h.all, h.read, h.inline = nil, nil, nil, nil, nil
+}
+
+// End ends every hold of the Freeze: the image write has read what it
+// needed, or gave up.
+func (f *Freeze) End() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done.Store(true)
+	for _, h := range f.held {
+		h.copies, h.pending, h.read = nil, nil, nil
+	}
+	clear(f.held)
+	f.copied = 0
+	f.cond.Broadcast()
+}
+
+// Merge puts the change record the hold took back into the array: the
+// write that read it failed. The writer is excluded.
+func (h *Hold) Merge() { h.d.Merge(h.Bits) }
+
+// Kept is what Merge needs of a hold that has ended: the array's record
+// and the bits the hold took from it, without the hold.
+type Kept struct {
+	d    *Dirty
+	bits []uint64
+}
+
+// Kept returns the part of the hold that Merge needs.
+func (h *Hold) Kept() Kept { return Kept{h.d, h.Bits} }
+
+// Merge is Hold.Merge for a hold that has ended.
+func (k Kept) Merge() { k.d.Merge(k.bits) }

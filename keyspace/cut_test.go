@@ -1,0 +1,149 @@
+package keyspace
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/engine"
+)
+
+// cutContents is what a walk of cut reads (as chunksOfCut), calling
+// between after each key's chunks: Apply beside the walk.
+func cutContents(cut *Cut, between func()) map[string]string {
+	out := map[string]string{}
+	buf := make([]byte, engine.ChunkSize)
+	cut.Walk(func(ck *CutKey) error {
+		name := strconv.Itoa(int(ck.DB)) + "/" + ck.Key
+		out[name] = fmt.Sprintf("full=%v gone=%v largest=%d meta=%x", ck.Full, ck.Gone(), ck.Largest(), ck.Meta())
+		err := ck.Chunks(buf, func(c Chunk) error {
+			out[fmt.Sprintf("%s/%d/%d", name, c.Part, c.Index)] = string(c.Data)
+			return nil
+		})
+		between()
+		return err
+	})
+	return out
+}
+
+func cutState(k *Keyspace, step int) {
+	s := strconv.Itoa(step)
+	apply := func(c *command.Cmd) {
+		c.ErrorRate, c.Capacity, c.Expansion, c.MaxBytes, c.Multi = 0.01, 100, 2, capBytes, true
+		k.Apply(c)
+	}
+	if step == 0 {
+		k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 1 << 16, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
+		k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 2 << 20, Expansion: 2, MaxBytes: capBytes})
+	}
+	items := make([][]byte, 3000)
+	for i := range items {
+		items[i] = []byte(s + "-" + strconv.Itoa(i))
+	}
+	apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items})
+	for i := range 20 {
+		key := []byte("k" + strconv.Itoa(i))
+		apply(&command.Cmd{Op: command.BFAdd, Key: key, Items: items[:i+1]})
+		apply(&command.Cmd{Op: command.BFAdd, DB: 1, Key: key, Items: items[:2]})
+	}
+	if r := k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items[:500], Multi: true, Capacity: 1 << 16, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes}); r.Err != nil {
+		panic(r.Err)
+	}
+	apply(&command.Cmd{Op: command.Set, Key: []byte("str"), Data: []byte("v" + s)})
+	if step > 0 {
+		apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("k3"), []byte("k17")}})
+		apply(&command.Cmd{Op: command.Rename, Key: []byte("k5"), Dst: []byte("moved" + s)})
+		apply(&command.Cmd{Op: command.FlushDB, DB: 1})
+		apply(&command.Cmd{Op: command.Expire, Key: []byte("k7"), Iter: 1, Now: 2})
+	}
+}
+
+// TestCutWalkBesideApply: a walk reads every key as it was at the cut,
+// whatever Apply does between its keys (in-place adds over the chunks of
+// a large filter, deletes, a rename, FLUSHDB of a database, expiry), and
+// the next cut carries those changes.
+func TestCutWalkBesideApply(t *testing.T) {
+	a, b := New(), New()
+	a.TrackChanges()
+	b.TrackChanges()
+	cutState(a, 0)
+	cutState(b, 0)
+	walked(a.Cut())
+	walked(b.Cut())
+	cutState(a, 1)
+	cutState(b, 1)
+	want := cutContents(b.Cut(), func() {})
+	step := 2
+	got := cutContents(a.Cut(), func() {
+		if step < 5 {
+			cutState(a, step)
+			step++
+		}
+	})
+	if !reflect.DeepEqual(got, want) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: the walk read other contents than at the cut", k)
+			}
+		}
+		t.Fatalf("the walk beside Apply read %d records, at the cut %d", len(got), len(want))
+	}
+	for step := 2; step < 5; step++ {
+		cutState(b, step)
+	}
+	got, want = cutContents(a.Cut(), func() {}), cutContents(b.Cut(), func() {})
+	for _, key := range []string{"0/big", "0/moved4", "0/k7", "0/cf"} {
+		if got[key] == "" || got[key] != want[key] {
+			t.Errorf("%s: the next cut carries %q, want %q", key, got[key], want[key])
+		}
+	}
+	if a.cutting.Load() != nil {
+		t.Fatal("a walked cut is still running")
+	}
+}
+
+// TestCutAbortRestores: a walk given up halfway (Abort, as for a snapshot)
+// stops with ErrCutAborted; restored, the next cut writes what the given
+// up one and the changes since would have, together.
+func TestCutAbortRestores(t *testing.T) {
+	a, b := New(), New()
+	a.TrackChanges()
+	b.TrackChanges()
+	cutState(a, 0)
+	cutState(b, 0)
+	walked(a.Cut())
+	walked(b.Cut())
+	cutState(a, 1)
+	cutState(b, 1)
+	c := a.Cut()
+	walks := 0
+	err := c.Walk(func(ck *CutKey) error {
+		walks++
+		if walks == 3 {
+			cutState(a, 2) // Apply beside the walk: copies, early captures
+			c.Abort()
+		}
+		return ck.Chunks(make([]byte, engine.ChunkSize), func(Chunk) error { return nil })
+	})
+	if err != ErrCutAborted {
+		t.Fatalf("an aborted walk returned %v", err)
+	}
+	c.Restore()
+	cutState(b, 2)
+	got, want := cutContents(a.Cut(), func() {}), cutContents(b.Cut(), func() {})
+	for k, v := range want {
+		if g, ok := got[k]; ok && g != v {
+			t.Errorf("%s: the cut after a restore reads other contents", k)
+		}
+	}
+	// Chunks the restored cut held reach the next cut: every chunk of the
+	// large filter the reference cut has, this one has too (the reference
+	// holds only what changed in steps 1 and 2).
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s: lost by the aborted cut", k)
+		}
+	}
+}

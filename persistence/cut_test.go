@@ -1,0 +1,211 @@
+package persistence
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/keyspace"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// cutFixture fills k with what a cut must carry: a Bloom filter of many
+// chunks (held, not copied whole, by a walk), small filters, a Cuckoo
+// filter, a string.
+func cutFixture(k *keyspace.Keyspace) {
+	k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 2 << 20, Expansion: 2, MaxBytes: 1 << 30})
+	bfAdd(k, "big", "a", 20000)
+	for i := range 50 {
+		k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("small" + strconv.Itoa(i)), Items: items("s", 3), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+	}
+	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 2000), Multi: true, Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.Set, Key: []byte("str"), Data: []byte("v1")})
+	if k.Lookup(0, []byte("cf"), 0) == nil || k.Lookup(0, []byte("big"), 0) == nil {
+		panic("the fixture's filters were not created")
+	}
+}
+
+// during is what Apply does while a cut is written: adds all over the large
+// filter's chunks and the Cuckoo filter's, small filters changed, deleted
+// and created, the string replaced, a key renamed.
+func during(k *keyspace.Keyspace, round int) {
+	r := strconv.Itoa(round)
+	bfAdd(k, "big", "d"+r+"-", 5000)
+	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("e"+r+"-", 500), Multi: true, Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
+	for _, it := range items("c", 100) {
+		if r := k.Apply(&command.Cmd{Op: command.CFDel, Key: []byte("cf"), Items: [][]byte{it}}); r.Err != nil {
+			panic(r.Err)
+		}
+	}
+	for i := range 50 {
+		key := []byte("small" + strconv.Itoa(i))
+		switch i % 3 {
+		case 0:
+			k.Apply(&command.Cmd{Op: command.BFAdd, Key: key, Items: items("t"+r, 2), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+		case 1:
+			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{key}})
+		}
+	}
+	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("new" + r), Items: items("n", 5), Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+	k.Apply(&command.Cmd{Op: command.Set, Key: []byte("str"), Data: []byte("v" + r)})
+	k.Apply(&command.Cmd{Op: command.Rename, Key: []byte("small2"), Dst: []byte("renamed" + r)})
+}
+
+// TestCutBesideApply: a cut's table is the state at the cut, whatever
+// Apply did while it was written (the changes copied first, keys
+// captured first), and the next cut's table carries those changes: the
+// image loads back to the state at each cut. Apply runs before the walk
+// (every change then meets a held chunk or an uncaptured key) and on
+// another goroutine during the write (run it with -race).
+func TestCutBesideApply(t *testing.T) {
+	s := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	cutFixture(k)
+	if err := write(s, k, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	bfAdd(k, "big", "b", 20000)
+	during(k, 0)
+	// Apply between the cut and its walk.
+	want := digests(k)
+	cut := k.Cut()
+	during(k, 1)
+	tb, err := s.WriteCut(cut, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if copies, _, _ := cut.Copied(); copies == 0 {
+		t.Fatal("Apply changed held chunks and none was copied")
+	}
+	loaded, applied, err := s.Load()
+	if err != nil || applied != 2 {
+		t.Fatalf("applied %d, %v", applied, err)
+	}
+	sameDigests(t, want, digests(loaded))
+	// Apply beside the walk.
+	for round := 2; round < 6; round++ {
+		want := digests(k)
+		cut := k.Cut()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			during(k, round)
+		}()
+		tb, err := s.WriteCut(cut, uint64(round+1), nil)
+		if err == nil {
+			err = tb.Commit()
+		}
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, _, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDigests(t, want, digests(loaded))
+	}
+	// The next cut carries what Apply did during the last.
+	if err := write(s, k, nil, 10); err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err = s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDigests(t, digests(k), digests(loaded))
+}
+
+// TestFailedCutRestoresCopies: a cut whose table fails to be written while
+// Apply copied held chunks goes back into the change record, its held
+// chunks' marks with it: the next cut brings the image to the live state.
+func TestFailedCutRestoresCopies(t *testing.T) {
+	for _, kind := range []errorfs.OpKind{errorfs.OpFileWrite, errorfs.OpFileSync} {
+		inj := &failing{kind: kind}
+		s, err := Open(Options{Dir: "/db", FS: errorfs.Wrap(vfs.NewMem(), inj)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := keyspace.New()
+		k.TrackChanges()
+		cutFixture(k)
+		if err := write(s, k, nil, 1); err != nil {
+			t.Fatal(err)
+		}
+		bfAdd(k, "big", "b", 20000)
+		during(k, 0)
+		cut := k.Cut()
+		during(k, 1)
+		inj.on.Store(true)
+		tb, err := s.WriteCut(cut, 2, nil)
+		if err == nil {
+			err = tb.Commit()
+		}
+		if !errors.Is(err, errorfs.ErrInjected) {
+			t.Fatalf("op %v: write with failures: %v", kind, err)
+		}
+		cut.Restore()
+		if copies, _, _ := cut.Copied(); copies == 0 {
+			t.Fatalf("op %v: Apply changed held chunks and none was copied", kind)
+		}
+		inj.on.Store(false)
+		if _, applied, err := s.Load(); err != nil || applied != 1 {
+			t.Fatalf("op %v: after a failed write the image is at %d (%v), want 1", kind, applied, err)
+		}
+		if err := write(s, k, nil, 3); err != nil {
+			t.Fatal(err)
+		}
+		loaded, applied, err := s.Load()
+		if err != nil || applied != 3 {
+			t.Fatalf("op %v: applied %d, %v", kind, applied, err)
+		}
+		sameDigests(t, digests(k), digests(loaded))
+		s.Close()
+	}
+}
+
+// TestCutBudget: with a budget of one chunk, Apply waits for the walk
+// rather than copy more, and the table is still the state at the cut.
+func TestCutBudget(t *testing.T) {
+	s := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	k.SetCutBudget(1)
+	cutFixture(k)
+	bfAdd(k, "big", "b", 20000)
+	want := digests(k)
+	cut := k.Cut()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := range 3 {
+			during(k, round)
+		}
+	}()
+	tb, err := s.WriteCut(cut, 1, nil)
+	if err == nil {
+		err = tb.Commit()
+	}
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, peak, _ := cut.Copied()
+	if peak > 64<<10 {
+		t.Fatalf("copies held %d bytes at once, over a budget of one chunk", peak)
+	}
+	loaded, _, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDigests(t, want, digests(loaded))
+}
