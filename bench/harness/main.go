@@ -4,6 +4,7 @@
 // prints per-case medians, latency percentiles, server CPU, peak memory and
 // the bfserver/redis-server ratio.
 //
+//	go run ./bench/harness peer         # issue #25's cases against RedisBloom itself, durability matched
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
@@ -44,6 +45,10 @@ var (
 	roles    = flag.String("roles", "follower,leader", "cluster mode: the nodes to drive")
 	pipes    = flag.String("pipelines", "1,32", "cluster mode: the pipeline depths to run")
 	bfArgs   = flag.String("bfargs", "", "extra bfserver flags, space-separated, after the mode's own (e.g. \"--fsync=no\")")
+	// peer mode
+	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
+	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory)")
+	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run")
 )
 
 func main() {
@@ -72,8 +77,10 @@ func main() {
 		memory()
 	case "startup":
 		startup()
+	case "peer":
+		peer()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] throughput|durable|cluster|clusterwrites|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
@@ -106,8 +113,16 @@ func freePort() int {
 type server struct {
 	name string
 	cmd  *exec.Cmd
+	pid  int // a server not started as a child (RedisBloom's script daemonizes it)
 	port int
 	dir  string
+}
+
+func (s *server) procID() int {
+	if s.cmd == nil {
+		return s.pid
+	}
+	return s.cmd.Process.Pid
 }
 
 func startBF(args ...string) *server {
@@ -158,6 +173,10 @@ func (s *server) poll(never string, ok func(*redis.Client) bool) {
 }
 
 func (s *server) stop() {
+	if s.cmd == nil {
+		stopPID(s.pid)
+		return
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
 	os.RemoveAll(s.dir)
@@ -171,7 +190,7 @@ func (s *server) do(args ...any) {
 
 // cpu is the process's user+system CPU time.
 func (s *server) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.procID()))
 	if err != nil {
 		return 0
 	}
@@ -183,7 +202,7 @@ func (s *server) cpu() time.Duration {
 
 // memKB reads a field (VmRSS, VmHWM) from /proc/pid/status in KiB.
 func (s *server) memKB(field string) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.procID()))
 	if err != nil {
 		return 0
 	}
