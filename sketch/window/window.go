@@ -201,13 +201,21 @@ func (f *Filter) advance(now int64) {
 	}
 }
 
-// position is the item's bit in physical slice p: enhanced double hashing
-// (Dillinger–Manolis) a + p·b + (p³ − p)/6, reduced by multiply-high.
-// The bit depends on the physical slice, not its age, so an item's bits
-// stay findable as its slices age.
+// position is the item's bit in physical slice p: the 64-bit finaliser
+// of MurmurHash3 applied to a + p·b, reduced by multiply-high. The bit
+// depends on the physical slice, not its age, so an item's bits stay
+// findable as its slices age. Plain double hashing (a + p·b reduced
+// directly) was measured 20–50% above the predicted rate with slices of
+// a few hundred bits: two items whose a and b agree to within a slice's
+// resolution collide in every slice, about n/m² per probe; the mix makes
+// the slices' positions independent.
 func (f *Filter) position(h engine.Hash, p int) (word uint64, mask uint64) {
-	q := uint64(p)
-	x := h.A + q*h.B + (q*q*q-q)/6
+	x := h.A + uint64(p)*h.B
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
 	bit, _ := bits.Mul64(x, f.shape.SliceBits())
 	return uint64(p)*f.shape.Words + bit>>6, 1 << (bit & 63)
 }
@@ -305,7 +313,7 @@ type Info struct {
 	// l·d ms (≥ T). Forgotten is the age (in the same unit) after which
 	// none of its bits remain: (k+l)·g inserts or (k+l)·d ms.
 	Guaranteed, Forgotten uint64
-	MemoryBytes          uint64
+	MemoryBytes           uint64
 }
 
 // Info reports the filter's parameters and state as of now.
