@@ -1,6 +1,9 @@
 package window
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Sizing limits. MaxK and MaxL bound the slices a filter (or a dump
 // header) may have, so a query's scan and a header's arithmetic stay
@@ -188,6 +191,40 @@ func Size(e float64, n uint64) (Shape, error) {
 	if n < 1 || n > MaxItems {
 		return Shape{}, ErrWindow
 	}
+	k := sizeKey{math.Float64bits(e), n}
+	sizes.Lock()
+	s, ok := sizes.m[k]
+	sizes.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := size(e, n)
+	if err != nil {
+		return s, err
+	}
+	sizes.Lock()
+	if len(sizes.m) >= 256 || sizes.m == nil {
+		sizes.m = map[sizeKey]Shape{}
+	}
+	sizes.m[k] = s
+	sizes.Unlock()
+	return s, nil
+}
+
+// sizes remembers recent sizings: servers create many filters of the same
+// parameters, and a sizing costs milliseconds. Bounded by clearing.
+var sizes struct {
+	sync.Mutex
+	m map[sizeKey]Shape
+}
+
+type sizeKey struct {
+	e uint64
+	n uint64
+}
+
+// size is Size's search, uncached.
+func size(e float64, n uint64) (Shape, error) {
 	var best Shape
 	better := func(s Shape) bool {
 		if best.K == 0 || s.Bytes() < best.Bytes() ||
