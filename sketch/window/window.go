@@ -167,7 +167,11 @@ func (f *Filter) slice(p int) []uint64 {
 
 // phys is the physical index of the slice at age i (0 youngest).
 func (f *Filter) phys(i int) int {
-	return (int(f.head) + i) % f.shape.Slices()
+	p := int(f.head) + i
+	if S := f.shape.Slices(); p >= S { // i < S, so once suffices
+		p -= S
+	}
+	return p
 }
 
 // shift ages the filter by n generations: each one clears the oldest
