@@ -363,3 +363,36 @@ func TestAddReportsNew(t *testing.T) {
 		t.Fatal("x should have been forgotten and be new again")
 	}
 }
+
+func TestInfo(t *testing.T) {
+	f := mustNew(t, Options{ErrorRate: 0.01, Kind: Count, Count: 1000})
+	for i := range 2500 {
+		f.Add(key(1, uint64(i)), 0)
+	}
+	in := f.Info(0)
+	if in.Kind != Count || in.Window != 1000 || in.K < 1 || in.L < 1 || len(in.Fill) != in.K+in.L ||
+		in.Guaranteed < 1000 || in.Forgotten <= in.Guaranteed || in.Inserts != 2500 ||
+		in.MemoryBytes < uint64(in.K+in.L)*in.SliceBits/8 || in.MaxFP > 0.01 ||
+		in.EstimatedFP <= 0 || in.EstimatedFP > in.MaxFP*1.5 || in.Generation != 2500/in.GenerationSize-boolU(2500%in.GenerationSize == 0) {
+		t.Fatalf("implausible info %+v", in)
+	}
+	// the youngest slices fill in order; the oldest are about ½
+	for i := 1; i < in.K; i++ {
+		if in.Fill[i] < in.Fill[i-1] {
+			t.Errorf("fill[%d] = %g < fill[%d] = %g", i, in.Fill[i], i-1, in.Fill[i-1])
+		}
+	}
+	tw := mustNew(t, Options{ErrorRate: 0.01, Kind: Time, WindowMs: 1000, Capacity: 10, Now: 0})
+	tw.Add([]byte("a"), 0)
+	ti := tw.Info(10_000_000)
+	if ti.EstimatedFP != 0 || ti.Generation == 0 || ti.GenerationMs*int64(ti.L) < 1000 {
+		t.Fatalf("idle time window info %+v", ti)
+	}
+}
+
+func boolU(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
