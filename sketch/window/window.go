@@ -53,7 +53,8 @@ const (
 	// KeepRate starts a generation early once the current one holds its
 	// share, so the false-positive rate stays at or under the target at
 	// any rate; while the rate exceeds the capacity items may be forgotten
-	// before T (never before the last capacity inserts).
+	// before T: an item is kept for l shifts, and a shift comes at every
+	// generation boundary and after every g inserts within a generation.
 	KeepRate Overflow = 1
 )
 
