@@ -19,6 +19,7 @@ var (
 	ErrTooLarge  = errors.New("window: filter larger than the memory cap")
 	ErrCorrupt   = errors.New("window: corrupt dump")
 	ErrCursor    = errors.New("window: chunk out of range")
+	ErrShape     = errors.New("window: shape out of range or not covering the window")
 )
 
 // Kind is what a window counts.
@@ -73,6 +74,11 @@ type Options struct {
 	Now int64
 	// MaxBytes caps the bit array; 0 means DefaultMaxBytes.
 	MaxBytes uint64
+	// Shape, when set, is used instead of sizing (checked as a dump
+	// header is: within MaxK, MaxL, and l·g covering the window). A
+	// proposer sizes once and logs the shape, so replicas do not depend on
+	// every platform's floating point agreeing on Size.
+	Shape *Shape
 }
 
 // Filter is an age-partitioned Bloom filter over a sliding window. It is
@@ -121,9 +127,18 @@ func New(o Options) (*Filter, error) {
 	default:
 		return nil, ErrKind
 	}
-	s, err := Size(o.ErrorRate, f.capacity)
-	if err != nil {
-		return nil, err
+	var s Shape
+	if o.Shape != nil {
+		s = *o.Shape
+		if s.K < 1 || s.K > MaxK || s.L < 1 || s.L > MaxL || s.Words < 1 || s.Words > MaxItems ||
+			s.Gen < 1 || s.Gen > f.capacity || uint64(s.L)*s.Gen < f.capacity {
+			return nil, ErrShape
+		}
+	} else {
+		var err error
+		if s, err = Size(o.ErrorRate, f.capacity); err != nil {
+			return nil, err
+		}
 	}
 	f.shape = s
 	if f.kind == Time {

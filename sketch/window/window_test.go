@@ -61,11 +61,27 @@ func TestNewValidates(t *testing.T) {
 		{Options{ErrorRate: 0.01, Kind: Time, WindowMs: 1000, Capacity: 10, Overflow: 7}, ErrOverflow},
 		{Options{ErrorRate: 0.01, Kind: 9, Count: 10}, ErrKind},
 		{Options{ErrorRate: 0.01, Kind: Count, Count: 1 << 30, MaxBytes: 1 << 20}, ErrTooLarge},
+		{Options{ErrorRate: 0.01, Kind: Count, Count: 100, Shape: &Shape{K: 3, L: 4, Words: 1, Gen: 20}}, ErrShape},
+		{Options{ErrorRate: 0.01, Kind: Count, Count: 100, Shape: &Shape{K: 0, L: 4, Words: 1, Gen: 25}}, ErrShape},
+		{Options{ErrorRate: 0.01, Kind: Count, Count: 100, Shape: &Shape{K: 3, L: 4, Words: 1 << 50, Gen: 25}}, ErrShape},
+		{Options{ErrorRate: 0.01, Kind: Count, Count: 100, Shape: &Shape{K: 3, L: 4, Words: 1 << 30, Gen: 25}}, ErrTooLarge},
 	}
 	for _, c := range cases {
 		if _, err := New(c.o); !errors.Is(err, c.want) {
 			t.Errorf("New(%+v) = %v, want %v", c.o, err, c.want)
 		}
+	}
+}
+
+// TestGivenShape: a logged shape builds the same filter as sizing.
+func TestGivenShape(t *testing.T) {
+	o := Options{ErrorRate: 0.001, Kind: Time, WindowMs: 60_000, Capacity: 3000, Now: 7}
+	a := mustNew(t, o)
+	s := a.shape
+	o.Shape = &s
+	b := mustNew(t, o)
+	if !Equal(a, b) {
+		t.Fatal("a filter of the logged shape differs")
 	}
 }
 
