@@ -349,6 +349,10 @@ type Info struct {
 	MemoryBytes           uint64
 }
 
+// MemoryBytes is the filter's memory: its bits plus its struct, about.
+// It costs O(1) (Info counts the fills).
+func (f *Filter) MemoryBytes() uint64 { return f.shape.Bytes() + 160 }
+
 // Info reports the filter's parameters and state as of now.
 func (f *Filter) Info(now int64) Info {
 	s := f.shape
@@ -358,7 +362,7 @@ func (f *Filter) Info(now int64) Info {
 		SliceBits: s.SliceBits(), GenerationSize: s.Gen, GenerationMs: f.genMs,
 		Generation: f.gen, InsertsInGeneration: f.inGen, Inserts: f.inserts,
 		MaxFP:       s.MaxFP(),
-		MemoryBytes: s.Bytes() + 160, // bits plus the struct, about
+		MemoryBytes: f.MemoryBytes(),
 	}
 	unit := s.Gen
 	if f.kind == Time {
