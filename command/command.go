@@ -53,6 +53,15 @@ const (
 	// exactly when the whole chunk would be.
 	BFLoadPart Op = 24
 	CFLoadPart Op = 25
+	// Level 4: sliding-window filters (BFX.W*, package sketch/window).
+	// WReserve and an auto-creating WAdd carry the window: Field its kind
+	// (window.Count or window.Time), Iter the window (inserts or ms),
+	// Capacity the inserts per window, Flag KEEPRATE, ErrorRate, and Data
+	// the shape the proposer sized (EncodeShape), so replicas never size
+	// by floating point themselves.
+	WReserve   Op = 26
+	WAdd       Op = 27 // BFX.WADD, WMADD, WINSERT; Now is the insert time
+	WLoadChunk Op = 28 // BFX.WLOADCHUNK: Iter, Data
 )
 
 // Read operations: answered from local state, or inside EXEC.
@@ -79,6 +88,9 @@ const (
 	MemUsage   Op = 83
 	Dump       Op = 84
 	Digest     Op = 85
+	WExists    Op = 86 // BFX.WEXISTS, WMEXISTS (level 4)
+	WInfo      Op = 87
+	WScanDump  Op = 88
 )
 
 // IsWrite reports whether the op changes state and so must enter the log.

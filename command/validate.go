@@ -1,8 +1,11 @@
 package command
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // RedisBloom's ranges, and the server's hard caps. The RESP parsers, the
@@ -41,7 +44,7 @@ const (
 // that introduced it; an entry whose commands need a higher level names it
 // in its header, so a node that is too old stops before applying it and
 // says what it needs, instead of applying part of it.
-const Level = 3
+const Level = 4
 
 // opLevel is the level of each op; 0: not known to this build. An array,
 // not a map: Validate runs for every command, in Apply too.
@@ -59,6 +62,9 @@ var opLevel = [256]uint8{
 
 	// Level 3.
 	BFLoadPart: 3, CFLoadPart: 3,
+
+	// Level 4.
+	WReserve: 4, WAdd: 4, WLoadChunk: 4, WExists: 4, WInfo: 4, WScanDump: 4,
 }
 
 // Known reports whether this build knows the op.
@@ -136,6 +142,20 @@ func Validate(c *Cmd) error {
 	case CFDel, CFCount:
 		if len(c.Items) != 1 {
 			return invalid(c, "needs exactly one item, has %d", len(c.Items))
+		}
+	case WReserve:
+		return windowParams(c)
+	case WAdd:
+		if err := atLeastOne(c, c.Items); err != nil {
+			return err
+		}
+		if c.NoCreate && len(c.Data) == 0 {
+			return nil // never creates: no window to check
+		}
+		return windowParams(c)
+	case WExists:
+		if err := atLeastOne(c, c.Items); err != nil {
+			return err
 		}
 	case BFExists, CFExists:
 		return atLeastOne(c, c.Items)
@@ -293,4 +313,55 @@ func watchParams(c *Cmd) error {
 		return invalid(c, "transaction of %d commands out of range [0, %d]", c.Count, MaxItems)
 	}
 	return nil
+}
+
+// windowParams checks a window's creation parameters: those window.New
+// checks too, so that a command in the log that it would refuse is
+// refused before the proposal as well.
+func windowParams(c *Cmd) error {
+	if !(c.ErrorRate >= window.MinErrorRate && c.ErrorRate <= window.MaxErrorRate) {
+		return invalid(c, "window error rate %v out of range", c.ErrorRate)
+	}
+	switch window.Kind(c.Field) {
+	case window.Count:
+		if c.Iter < 1 || uint64(c.Iter) > window.MaxItems || c.Flag {
+			return invalid(c, "count window %d out of range (or KEEPRATE)", c.Iter)
+		}
+	case window.Time:
+		if c.Iter < 1 || c.Iter > window.MaxWindowMs || c.Capacity < 1 || c.Capacity > window.MaxItems {
+			return invalid(c, "time window %d ms, capacity %d out of range", c.Iter, c.Capacity)
+		}
+	default:
+		return invalid(c, "unknown window kind %d", c.Field)
+	}
+	if _, err := DecodeShape(c.Data); err != nil {
+		return invalid(c, "%v", err)
+	}
+	return nil
+}
+
+// shapeBytes is an encoded window shape: k and l (2 bytes each), words
+// per slice and inserts per generation (8 bytes each), little-endian.
+const shapeBytes = 20
+
+// EncodeShape is a window shape as a WReserve or WAdd carries it.
+func EncodeShape(s window.Shape) []byte {
+	b := binary.LittleEndian.AppendUint16(nil, uint16(s.K))
+	b = binary.LittleEndian.AppendUint16(b, uint16(s.L))
+	b = binary.LittleEndian.AppendUint64(b, s.Words)
+	return binary.LittleEndian.AppendUint64(b, s.Gen)
+}
+
+// DecodeShape reads EncodeShape's bytes; window.New checks the shape
+// against the window.
+func DecodeShape(b []byte) (window.Shape, error) {
+	if len(b) != shapeBytes {
+		return window.Shape{}, fmt.Errorf("window shape of %d bytes, want %d", len(b), shapeBytes)
+	}
+	s := window.Shape{K: int(binary.LittleEndian.Uint16(b)), L: int(binary.LittleEndian.Uint16(b[2:])),
+		Words: binary.LittleEndian.Uint64(b[4:]), Gen: binary.LittleEndian.Uint64(b[12:])}
+	if s.K < 1 || s.K > window.MaxK || s.L < 1 || s.L > window.MaxL || s.Words < 1 || s.Words > window.MaxItems || s.Gen < 1 {
+		return window.Shape{}, fmt.Errorf("window shape %+v out of range", s)
+	}
+	return s, nil
 }

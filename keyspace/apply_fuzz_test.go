@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // fuzzCap keeps the fuzzer's filters small: a command may carry any cap up
@@ -57,7 +58,8 @@ func cmdFrom(b []byte) *command.Cmd {
 		command.Expire, command.Persist, command.FlushDB, command.FlushAll, command.Set, command.Restore,
 		command.ExpireDue, command.Copy, command.SetMember, command.BFExists, command.BFInfo,
 		command.BFScanDump, command.CFScanDump, command.CFCount, command.Scan, command.Dump, command.Digest,
-		command.MemUsage, command.Watch, command.BFLoadPart, command.CFLoadPart, command.Op(next())}
+		command.MemUsage, command.Watch, command.BFLoadPart, command.CFLoadPart, command.WReserve, command.WAdd,
+		command.WLoadChunk, command.WExists, command.WInfo, command.WScanDump, command.Op(next())}
 	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
 	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
 	c.Data = make([]byte, next()*next()%300)
@@ -76,6 +78,16 @@ func cmdFrom(b []byte) *command.Cmd {
 	c.MaxExpansions = uint32(edge(1, 65536))
 	c.MaxBytes = edge(0, fuzzCap) % (2 * fuzzCap)
 	c.Field = uint8(edge(0, 5))
+	if (c.Op == command.WReserve || c.Op == command.WAdd) && next()%2 == 0 {
+		// A window the proposer sized (most random Data is no shape), of
+		// either kind, at a window near its edges.
+		c.Field, c.Iter = uint8(1+next()%2), int64(edge(1, 64))
+		c.ErrorRate = []float64{0.01, 0.1, 0.5}[next()%3]
+		if s, err := window.Size(c.ErrorRate, uint64(max(c.Iter, 1))); err == nil {
+			c.Data = command.EncodeShape(s)
+		}
+		c.Capacity = uint64(max(c.Iter, 1))
+	}
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/scalable"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // rdbTypeString is RDB_TYPE_STRING.
@@ -14,7 +15,14 @@ const rdbTypeString = 0
 var (
 	bloomID  = rdb.ModuleID(scalable.BloomTypeName, scalable.EncodingVer)
 	cuckooID = rdb.ModuleID(scalable.CuckooTypeName, scalable.EncodingVer)
+	// windowID is bfserver's own module type (KindWindow): one RDB string
+	// holding the filter's dump (window.Marshal, checksummed). Only
+	// bfserver RESTOREs it.
+	windowID = rdb.ModuleID(KindWindow.TypeName(), windowEncVer)
 )
+
+// windowEncVer is the version of the window's DUMP encoding.
+const windowEncVer = 1
 
 // EncodeDump serialises a value as Redis's DUMP does: the RDB encoding of
 // the value (RedisBloom's module format for filters), the RDB version and a
@@ -28,6 +36,9 @@ func EncodeDump(v *Value) []byte {
 	case KindCuckoo:
 		b = rdb.AppendLen([]byte{rdb.TypeModule2}, cuckooID)
 		b = append(v.Cuckoo().AppendRDB(b), rdb.OpEOF)
+	case KindWindow:
+		b = rdb.AppendLen([]byte{rdb.TypeModule2}, windowID)
+		b = append(rdb.AppendString(b, v.Window().Marshal()), rdb.OpEOF)
 	default:
 		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, []byte(v.Str())))
 	}
@@ -62,6 +73,13 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 		var cf *scalable.Cuckoo
 		cf, err = scalable.CuckooFromRDB(r, maxBytes)
 		v = CuckooValue(cf)
+	case windowID:
+		var f *window.Filter
+		if f, err = window.Unmarshal(r.String(), maxBytes); err == nil {
+			v = WindowValue(f)
+		} else if errors.Is(err, window.ErrTooLarge) {
+			err = scalable.ErrTooLarge
+		}
 	default:
 		return nil, ErrBadFormat
 	}

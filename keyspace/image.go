@@ -12,6 +12,7 @@ import (
 
 	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/scalable"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // A key's durable image is its metadata (kind, expiry, dump header or
@@ -440,6 +441,8 @@ func encodeMeta(v *Value) []byte {
 		return append(b, v.Bloom().Header()...)
 	case KindCuckoo:
 		return append(b, v.Cuckoo().Header()...)
+	case KindWindow:
+		return append(b, v.Window().Marshal()...) // the whole filter: no chunks (Window)
 	}
 	return append(b, v.Str()...)
 }
@@ -489,6 +492,13 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 	case KindString:
 		str := string(body)
 		v.obj = unsafe.Pointer(&str)
+	case KindWindow:
+		var f *window.Filter
+		if f, err = window.Unmarshal(body, maxBytes); err == nil {
+			v.obj = unsafe.Pointer(&Window{f: f})
+		} else if errors.Is(err, window.ErrTooLarge) {
+			err = ErrTooLarge
+		}
 	default:
 		err = ErrCorruptImage
 	}

@@ -25,6 +25,7 @@ const (
 	KindBloom
 	KindCuckoo
 	KindString
+	KindWindow // a sliding-window filter (BFX.W*, bfserver's own)
 )
 
 // TypeName is the TYPE reply for a kind.
@@ -36,6 +37,8 @@ func (k Kind) TypeName() string {
 		return "MBbloomCF"
 	case KindString:
 		return "string"
+	case KindWindow:
+		return "BFXwindow"
 	}
 	return "none"
 }
@@ -429,6 +432,12 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		k.set(c.DB, string(c.Key), StringValue(string(c.Data)))
 		k.touch(c.DB, c.Key, c.Now)
 		return Result{}
+	case command.WReserve:
+		return k.wReserve(c)
+	case command.WAdd:
+		return k.wAdd(c)
+	case command.WLoadChunk:
+		return k.wLoadChunk(c)
 	case command.Restore:
 		return k.restore(c)
 	case command.Copy:
@@ -547,13 +556,22 @@ func (k *Keyspace) copyKey(c *command.Cmd) Result {
 	if v == nil {
 		return Result{Int: 0}
 	}
-	if v.Kind != KindString {
+	if v.Kind != KindString && v.Kind != KindWindow {
 		return Result{Err: ErrModuleKeyCopy}
 	}
 	if !c.NX && k.writeLookup(c.DB, c.Dst, c.Now) != nil {
 		return Result{Int: 0}
 	}
-	k.set(c.DB, string(c.Dst), &Value{Kind: KindString, ExpireAt: v.ExpireAt, obj: v.obj})
+	nv := &Value{Kind: KindString, ExpireAt: v.ExpireAt, obj: v.obj}
+	if v.Kind == KindWindow {
+		// bfserver's own type copies, as a key of Redis's own does.
+		var err error
+		if nv, err = cloneWindow(v.Window()); err != nil {
+			return Result{Err: err}
+		}
+		nv.ExpireAt = v.ExpireAt
+	}
+	k.set(c.DB, string(c.Dst), nv)
 	k.touch(c.DB, c.Dst, c.Now)
 	return Result{Int: 1}
 }
@@ -586,6 +604,8 @@ func Digest(v *Value) string {
 		}
 	case KindString:
 		io.WriteString(h, v.Str())
+	case KindWindow:
+		h.Write(v.Window().Marshal())
 	}
 	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
 	h.Write(n[:])

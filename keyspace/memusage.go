@@ -107,6 +107,8 @@ func KeyMemoryUsage(key []byte, v *Value) uint64 {
 		val = v.Bloom().MemUsage()
 	case KindCuckoo:
 		val = v.Cuckoo().Info().Size
+	case KindWindow:
+		val = v.Window().Bytes()
 	default:
 		val = stringValueUsage(v.Str())
 	}

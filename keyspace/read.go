@@ -66,6 +66,8 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		return Result{Err: ErrLoading}
 	}
 	switch c.Op {
+	case command.WExists, command.WInfo, command.WScanDump:
+		return k.readWindow(c)
 	case command.BFExists, command.CFExists, command.CFCount:
 		var r Result
 		k.ReadInto(c, &r)
@@ -225,6 +227,8 @@ func MemoryUsage(v *Value) uint64 {
 		return v.Bloom().MemUsage()
 	case KindCuckoo:
 		return v.Cuckoo().Info().Size
+	case KindWindow:
+		return v.Window().Bytes()
 	}
 	return uint64(len(v.Str()))
 }

@@ -48,8 +48,76 @@ type keySpec struct {
 	lastKey, keyStep, limit int
 }
 
+// windowArgs is a window: COUNT n, or EX seconds / PX milliseconds with
+// CAPACITY n.
+var windowArgs = docArg{name: "window", typ: "oneof", args: []docArg{
+	{name: "count", typ: "integer", display: "count", token: "COUNT"},
+	{name: "time", typ: "block", args: []docArg{
+		{name: "unit", typ: "oneof", args: []docArg{
+			{name: "seconds", typ: "integer", display: "seconds", token: "EX"},
+			{name: "milliseconds", typ: "integer", display: "milliseconds", token: "PX"},
+		}},
+		{name: "capacity", typ: "integer", display: "capacity", token: "CAPACITY"},
+	}},
+}}
+
+var (
+	docKey     = docArg{name: "key", typ: "key", display: "key", keySpec: 1}
+	docItem    = docArg{name: "item", typ: "string", display: "item"}
+	docItems   = docArg{name: "item", typ: "string", display: "item", flags: []string{"multiple"}}
+	docKeepRat = docArg{name: "keeprate", typ: "pure-token", display: "keeprate", token: "KEEPRATE", flags: []string{"optional"}}
+)
+
 // ownDocs describes the commands only bfserver has, in Redis's shape.
 var ownDocs = map[string]*cmdDoc{
+	"bfx.wreserve": {
+		summary:    "Creates a sliding-window Bloom filter: it keeps the last N inserts, or the inserts of the last T",
+		since:      "1.0.0",
+		group:      "bf",
+		complexity: "O(1)",
+		args:       []docArg{docKey, {name: "error_rate", typ: "double", display: "error_rate"}, windowArgs, docKeepRat},
+	},
+	"bfx.wadd": {
+		summary: "Adds an item to a sliding-window filter", since: "1.0.0", group: "bf", complexity: "O(k)",
+		args: []docArg{docKey, docItem},
+	},
+	"bfx.wmadd": {
+		summary: "Adds one or more items to a sliding-window filter", since: "1.0.0", group: "bf", complexity: "O(k * n), where n is the number of items",
+		args: []docArg{docKey, docItems},
+	},
+	"bfx.winsert": {
+		summary: "Adds one or more items to a sliding-window filter, creating it with the given window if it does not exist", since: "1.0.0", group: "bf",
+		complexity: "O(k * n), where n is the number of items",
+		args: []docArg{docKey,
+			{name: "error_rate", typ: "double", display: "error_rate", token: "ERROR", flags: []string{"optional"}},
+			{name: "window", typ: "oneof", flags: []string{"optional"}, args: windowArgs.args},
+			docKeepRat,
+			{name: "nocreate", typ: "pure-token", display: "nocreate", token: "NOCREATE", flags: []string{"optional"}},
+			{name: "items", typ: "pure-token", display: "items", token: "ITEMS"},
+			docItems},
+	},
+	"bfx.wexists": {
+		summary: "Checks whether an item was added to a sliding-window filter within its window", since: "1.0.0", group: "bf", complexity: "O(k + l)",
+		args: []docArg{docKey, docItem},
+	},
+	"bfx.wmexists": {
+		summary: "Checks whether one or more items were added to a sliding-window filter within its window", since: "1.0.0", group: "bf",
+		complexity: "O((k + l) * n), where n is the number of items",
+		args:       []docArg{docKey, docItems},
+	},
+	"bfx.winfo": {
+		summary: "Returns information about a sliding-window filter: its window, fill, estimated false-positive rate and memory", since: "1.0.0", group: "bf",
+		complexity: "O(m), where m is the size of the filter",
+		args:       []docArg{docKey},
+	},
+	"bfx.wscandump": {
+		summary: "Begins an incremental save of a sliding-window filter", since: "1.0.0", group: "bf", complexity: "O(n), where n is the capacity",
+		args: []docArg{docKey, {name: "iterator", typ: "integer", display: "iterator"}},
+	},
+	"bfx.wloadchunk": {
+		summary: "Restores a sliding-window filter previously saved using BFX.WSCANDUMP", since: "1.0.0", group: "bf", complexity: "O(n), where n is the capacity",
+		args: []docArg{docKey, {name: "iterator", typ: "integer", display: "iterator"}, {name: "data", typ: "string", display: "data"}},
+	},
 	"bfx.digest": {
 		summary:    "Returns a digest of the full state of a Bloom or Cuckoo filter as this node holds it",
 		since:      "1.0.0",

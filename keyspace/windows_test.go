@@ -1,0 +1,163 @@
+package keyspace
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/sketch/window"
+)
+
+// windowCmd is a WReserve (or auto-creating WAdd) as the resp layer
+// prepares it: the shape sized at the proposer.
+func windowCmd(t testing.TB, op command.Op, key string, kind window.Kind, win int64, capa uint64, e float64) *command.Cmd {
+	t.Helper()
+	n := capa
+	if kind == window.Count {
+		n = uint64(win)
+	}
+	s, err := window.Size(e, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &command.Cmd{Op: op, Key: []byte(key), ErrorRate: e, Field: uint8(kind), Iter: win, Capacity: capa, Data: command.EncodeShape(s)}
+}
+
+func wItems(prefix string, from, to int) [][]byte {
+	var out [][]byte
+	for i := from; i < to; i++ {
+		out = append(out, []byte(prefix+strconv.Itoa(i)))
+	}
+	return out
+}
+
+// TestWindowCommands: a count window through Apply and Read keeps its
+// last N inserts (no false negative), forgets old ones, and answers the
+// errors a filter command does.
+func TestWindowCommands(t *testing.T) {
+	k := New()
+	apply(t, k, windowCmd(t, command.WReserve, "w", window.Count, 1000, 0, 0.01))
+	if r := k.Apply(windowCmd(t, command.WReserve, "w", window.Count, 1000, 0, 0.01)); r.Err != ErrItemExists {
+		t.Fatalf("WRESERVE over a window: %v", r.Err)
+	}
+	for i := 0; i < 20000; i += 100 {
+		r := apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: wItems("e", i, i+100), Multi: true, NoCreate: true, Now: int64(i)})
+		if len(r.Ints) != 100 {
+			t.Fatalf("WMADD of 100 answered %d", len(r.Ints))
+		}
+	}
+	// The last 1000 are all present.
+	r := k.Read(&command.Cmd{Op: command.WExists, Key: []byte("w"), Items: wItems("e", 19000, 20000), Multi: true})
+	for i, x := range r.Ints {
+		if x != 1 {
+			t.Fatalf("e%d, within the window, reported absent", 19000+i)
+		}
+	}
+	// Items far past the window are mostly forgotten (at the filter's
+	// false-positive rate at most, here a few percent allowed).
+	r = k.Read(&command.Cmd{Op: command.WExists, Key: []byte("w"), Items: wItems("e", 0, 1000), Multi: true})
+	present := 0
+	for _, x := range r.Ints {
+		present += int(x)
+	}
+	if present > 50 {
+		t.Errorf("%d of 1000 items 19x the window old still present", present)
+	}
+	apply(t, k, &command.Cmd{Op: command.Set, Key: []byte("s"), Data: []byte("v")})
+	for _, c := range []*command.Cmd{
+		{Op: command.WAdd, Key: []byte("s"), Items: [][]byte{[]byte("x")}, NoCreate: true},
+		{Op: command.WExists, Key: []byte("s"), Items: [][]byte{[]byte("x")}},
+		{Op: command.WInfo, Key: []byte("s")},
+	} {
+		if r := k.Apply(c); r.Err != ErrWrongType {
+			t.Errorf("%v on a string: %v", c.Op, r.Err)
+		}
+	}
+	if r := k.Apply(&command.Cmd{Op: command.WAdd, Key: []byte("nope"), Items: [][]byte{[]byte("x")}, NoCreate: true}); r.Err != ErrNotFound {
+		t.Errorf("WADD on a missing key: %v", r.Err)
+	}
+	if r := k.Read(&command.Cmd{Op: command.WExists, Key: []byte("nope"), Items: [][]byte{[]byte("x")}}); r.Err != nil || r.Ints[0] != 0 {
+		t.Errorf("WEXISTS on a missing key: %+v", r)
+	}
+	// WINSERT with a window creates the key; Info describes it.
+	c := windowCmd(t, command.WAdd, "t", window.Time, 60000, 500, 0.001)
+	c.Items, c.Multi, c.Now = [][]byte{[]byte("a")}, true, 1000
+	apply(t, k, c)
+	info := k.Read(&command.Cmd{Op: command.WInfo, Key: []byte("t"), Now: 1000}).List
+	if string(info[0]) != "Window type" || string(info[1]) != "time" || string(info[3]) != "60000" {
+		t.Errorf("WINFO: %q", info[:4])
+	}
+}
+
+// TestWindowTimeUsesTheStampedClock: a time window ages by the commands'
+// clock alone: an item is present until T after its add, gone once the
+// window has passed by its documented margin, and a clock that moves
+// backwards moves nothing.
+func TestWindowTimeUsesTheStampedClock(t *testing.T) {
+	k := New()
+	c := windowCmd(t, command.WReserve, "t", window.Time, 1000, 100, 0.01)
+	c.Now = 10_000
+	apply(t, k, c)
+	apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte("t"), Items: [][]byte{[]byte("x")}, NoCreate: true, Now: 10_000})
+	exists := func(now int64) bool {
+		return k.Read(&command.Cmd{Op: command.WExists, Key: []byte("t"), Items: [][]byte{[]byte("x")}, Now: now}).Ints[0] == 1
+	}
+	for _, now := range []int64{10_000, 10_500, 10_999, 5_000} {
+		if !exists(now) {
+			t.Errorf("x absent at %d, added at 10000 into a 1 s window", now)
+		}
+	}
+	v := k.Lookup(0, []byte("t"), 0)
+	forgotten := v.Window().f.Info(10_000).Forgotten
+	if exists(10_000 + int64(forgotten) + 1) {
+		t.Errorf("x present past its forgetting age %d ms", forgotten)
+	}
+}
+
+// TestWindowSurvivesImageDumpAndCopy: a window's image metadata, its DUMP
+// payload and a COPY all carry its full state (equal digests), and the
+// copy is independent of the original.
+func TestWindowSurvivesImageDumpAndCopy(t *testing.T) {
+	k := New()
+	k.TrackChanges()
+	apply(t, k, windowCmd(t, command.WReserve, "w", window.Count, 300, 0, 0.01))
+	apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: wItems("i", 0, 500), Multi: true, NoCreate: true})
+	v := k.Lookup(0, []byte("w"), 0)
+	want := Digest(v)
+
+	k2 := New()
+	if err := k2.LoadValue(0, "w", encodeMeta(v), capBytes); err != nil {
+		t.Fatal(err)
+	}
+	if got := Digest(k2.Lookup(0, []byte("w"), 0)); got != want {
+		t.Errorf("image round trip: digest %s, want %s", got, want)
+	}
+	meta := encodeMeta(v)
+	if err := k2.LoadValue(0, "bad", meta[:len(meta)-1], capBytes); err != ErrCorruptImage {
+		t.Errorf("truncated image metadata: %v", err)
+	}
+
+	apply(t, k, &command.Cmd{Op: command.Restore, Key: []byte("r"), Data: EncodeDump(v)})
+	if got := Digest(k.Lookup(0, []byte("r"), 0)); got != want {
+		t.Errorf("DUMP/RESTORE: digest %s, want %s", got, want)
+	}
+	bad := EncodeDump(v)
+	bad[len(bad)/2] ^= 1
+	if r := k.Apply(&command.Cmd{Op: command.Restore, Key: []byte("r2"), Data: bad, MaxBytes: capBytes}); r.Err != ErrBadPayload {
+		t.Errorf("damaged payload: %v", r.Err)
+	}
+
+	if r := apply(t, k, &command.Cmd{Op: command.Copy, Key: []byte("w"), Dst: []byte("c")}); r.Int != 1 {
+		t.Fatalf("COPY answered %d", r.Int)
+	}
+	if got := Digest(k.Lookup(0, []byte("c"), 0)); got != want {
+		t.Errorf("COPY: digest %s, want %s", got, want)
+	}
+	apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte("c"), Items: [][]byte{[]byte("new")}, NoCreate: true})
+	if Digest(k.Lookup(0, []byte("w"), 0)) != want {
+		t.Error("an add to the copy changed the original")
+	}
+	if got, want := k.Bytes(), k.countBytes(); got != want {
+		t.Errorf("memory total %d, recount %d", got, want)
+	}
+}
