@@ -57,21 +57,25 @@ func newBloom(c *command.Cmd) (*Value, error) {
 	return &e.Value, nil
 }
 
-func (k *Keyspace) bfReserve(c *command.Cmd) Result {
-	v, err := k.lookupKind(c, KindBloom)
+// reserve is every RESERVE (BF, CF, BFX.W): a new key of kind, made by
+// mk, refused over a key of that kind (and, by lookupKind, of another).
+func (k *Keyspace) reserve(c *command.Cmd, kind Kind, mk func(*command.Cmd) (*Value, error)) Result {
+	v, err := k.lookupKind(c, kind)
 	if err != nil {
 		return Result{Err: err}
 	}
 	if v != nil {
 		return Result{Err: ErrItemExists}
 	}
-	nv, err := newBloom(c)
+	nv, err := mk(c)
 	if err != nil {
 		return Result{Err: err}
 	}
 	k.set(c.DB, string(c.Key), nv)
 	return Result{}
 }
+
+func (k *Keyspace) bfReserve(c *command.Cmd) Result { return k.reserve(c, KindBloom, newBloom) }
 
 func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 	v, err := k.lookupKind(c, KindBloom)
@@ -177,19 +181,13 @@ func (k *Keyspace) bfLoadChunk(c *command.Cmd) Result {
 }
 
 func (k *Keyspace) cfReserve(c *command.Cmd) Result {
-	v, err := k.lookupKind(c, KindCuckoo)
-	if err != nil {
-		return Result{Err: err}
-	}
-	if v != nil {
-		return Result{Err: ErrItemExists}
-	}
-	cf, err := k.newCuckoo(c)
-	if err != nil {
-		return Result{Err: err}
-	}
-	k.set(c.DB, string(c.Key), CuckooValue(cf))
-	return Result{}
+	return k.reserve(c, KindCuckoo, func(c *command.Cmd) (*Value, error) {
+		cf, err := k.newCuckoo(c)
+		if err != nil {
+			return nil, err
+		}
+		return CuckooValue(cf), nil
+	})
 }
 
 func (k *Keyspace) newCuckoo(c *command.Cmd) (*scalable.Cuckoo, error) {

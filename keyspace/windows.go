@@ -88,21 +88,7 @@ func newWindow(c *command.Cmd) (*Value, error) {
 	return WindowValue(f), nil
 }
 
-func (k *Keyspace) wReserve(c *command.Cmd) Result {
-	v, err := k.lookupKind(c, KindWindow)
-	if err != nil {
-		return Result{Err: err}
-	}
-	if v != nil {
-		return Result{Err: ErrItemExists}
-	}
-	nv, err := newWindow(c)
-	if err != nil {
-		return Result{Err: err}
-	}
-	k.set(c.DB, string(c.Key), nv)
-	return Result{}
-}
+func (k *Keyspace) wReserve(c *command.Cmd) Result { return k.reserve(c, KindWindow, newWindow) }
 
 func (k *Keyspace) wAdd(c *command.Cmd) Result {
 	v, err := k.lookupKind(c, KindWindow)
@@ -194,8 +180,10 @@ func (k *Keyspace) readWindow(c *command.Cmd) Result {
 }
 
 // WindowInfo is BFX.WINFO's fields as name, value pairs, values in their
-// decimal text (the resp layer renders each by its name's type:
-// WindowInfoDouble, or a string, or an integer).
+// decimal text, in Result.List: a read inside EXEC crosses nodes in
+// EncodeResults, which carries List already, so the window needs no new
+// result field. The resp layer renders each by its name's type
+// (WindowInfoDouble, or a string, or an integer).
 func WindowInfo(in window.Info) [][]byte {
 	maxFill := 0.0
 	for _, f := range in.Fill {
@@ -239,9 +227,11 @@ func WindowInfoDouble(name string) bool {
 	return false
 }
 
-// cloneWindow is COPY's copy of a window: its full state, decoded again.
+// cloneWindow is COPY's copy of a window: its full state, decoded again
+// (the dump's own length bounds what decoding it allocates).
 func cloneWindow(w *Window) (*Value, error) {
-	f, err := window.Unmarshal(w.Marshal(), window.MaxItems)
+	b := w.Marshal()
+	f, err := window.Unmarshal(b, uint64(len(b)))
 	if err != nil {
 		return nil, ErrBadData
 	}

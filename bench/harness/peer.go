@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,11 +111,12 @@ func peerCompare(a, b *server, label string, cases []peerCase) {
 			}
 		}
 		med := func(rs []peerRun, f func(peerRun) float64) float64 {
-			v := make([]result, len(rs))
+			v := make([]float64, len(rs))
 			for i, r := range rs {
-				v[i] = result{rps: f(r)}
+				v[i] = f(r)
 			}
-			return median(v, func(r result) float64 { return r.rps })
+			slices.Sort(v)
+			return v[len(v)/2]
 		}
 		rps := func(r peerRun) float64 { return r.rps * float64(c.perReq) }
 		p50 := func(r peerRun) float64 { return r.p50 }
