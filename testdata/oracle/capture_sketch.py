@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""Capture RedisBloom 8.8.0's Count-Min Sketch (CMS.*) and Top-K (TOPK.*) replies.
+
+Standard library only; reuses capture.py's client and Recorder. Each area runs
+on a fresh server (--launch starts one per area on --port and kills it by PID).
+
+    python3 capture_sketch.py --launch /work/shared/anchors/start-redisbloom \
+        --port 7520 --out . [area ...]
+
+Areas: cms (hand-written transcript, RESP2 then RESP3), cms-random (seeded
+random sessions), sketchdocs (COMMAND DOCS/INFO/GETKEYS and ACL CAT of the
+sketch commands). Output: <area>.jsonl, or cms-random-NNN.jsonl per session.
+"""
+import argparse
+import os
+import random
+import struct
+import sys
+import time
+
+import capture as cap
+
+HERE = cap.HERE
+
+
+def crc64_payload(body):
+    """A DUMP payload of body: RDB version 12 and the CRC64."""
+    b = body + struct.pack('<H', 12)
+    return b + struct.pack('<Q', cap.crc64(b))
+
+
+def rdb_len(n):
+    if n < 1 << 6:
+        return bytes([n])
+    if n < 1 << 14:
+        return bytes([(n >> 8) | 0x40, n & 0xff])
+    if n <= 0xffffffff:
+        return b'\x80' + struct.pack('>I', n)
+    return b'\x81' + struct.pack('>Q', n)
+
+
+def module_id(name, encver):
+    cs = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    i = 0
+    for ch in name:
+        i = (i << 6) | cs.index(ch)
+    return (i << 10) | encver
+
+
+def cms_payload(w, d, count, cells=None, encver=0, cells_len=None):
+    """A hand-made CMSk-TYPE DUMP payload (uncompressed counters)."""
+    if cells is None:
+        cells = b'\0' * (4 * w * d)
+    n = len(cells) if cells_len is None else cells_len
+    body = b'\x07' + rdb_len(module_id('CMSk-TYPE', encver))
+    body += b'\x02' + rdb_len(w) + b'\x02' + rdb_len(d) + b'\x02' + rdb_len(count)
+    body += b'\x05' + rdb_len(n) + cells + b'\x00'
+    return crc64_payload(body)
+
+
+def both(r, cases):
+    """Run the same cases in RESP2 (conn p2) and RESP3 (conn p3)."""
+    for proto in (2, 3):
+        conn = 'p%d' % proto
+        if proto == 3:
+            r.hello3(conn)
+        r.do('FLUSHALL', conn=conn)
+        cases(r, conn)
+
+
+def cms_cases(r, conn):
+    def do(*a, **kw):
+        return r.do(*a, conn=conn, **kw)
+    r.section = 'cms.initbydim'
+    do('SET', 'str', 'v')
+    do('CMS.INITBYDIM')
+    do('CMS.INITBYDIM', 'c')
+    do('CMS.INITBYDIM', 'c', '10')
+    do('CMS.INITBYDIM', 'c', '10', '3', '4')
+    for w, d in (('x', '3'), ('0', '3'), ('-1', '3'), ('10', '0'), ('10', 'x'), ('10', '-5'),
+                 ('x', 'x'), ('1.5', '3'), ('10', '3.0'), ('+10', '3'), (' 10', '3'), ('10 ', '3'),
+                 ('', '3'), ('10', ''), ('9223372036854775808', '1'), ('1', '9223372036854775808'),
+                 ('4611686018427387904', '2'), ('4611686018427387904', '3'), ('3074457345618258603', '3'),
+                 ('9223372036854775807', '1'), ('1', '9223372036854775807'), ('4611686018427387903', '2'),
+                 ('2305843009213693951', '1'), ('2305843009213693952', '2')):
+        do('CMS.INITBYDIM', 'bad', w, d)
+        do('DEL', 'bad')
+    do('CMS.INITBYDIM', 'str', '10', '3')
+    do('CMS.INITBYDIM', 'str', 'x', 'y')
+    do('CMS.INITBYDIM', 'c', '10', '3')
+    do('CMS.INITBYDIM', 'c', '10', '3')
+    do('CMS.INITBYDIM', 'c', 'x', '0')
+    do('cms.initbydim', 'c1', '1', '1')
+    do('Cms.InitByDim', 'c2', '2000', '7')
+    do('CMS.INITBYDIM', '', '5', '5')
+    do('CMS.INITBYDIM', 'big', '100000', '10')
+    do('CMS.INFO', 'c')
+    do('CMS.INFO', 'c1')
+    do('CMS.INFO', 'c2')
+    do('CMS.INFO', '')
+    do('CMS.INFO', 'big')
+    r.section = 'cms.initbyprob'
+    do('CMS.INITBYPROB')
+    do('CMS.INITBYPROB', 'p', '0.1')
+    do('CMS.INITBYPROB', 'p', '0.1', '0.1', 'x')
+    for e, p in (('0', '0.1'), ('1', '0.1'), ('-0.1', '0.1'), ('x', '0.1'), ('1.5', '0.1'), ('inf', '0.1'),
+                 ('nan', '0.1'), ('0.1', '0'), ('0.1', '1'), ('0.1', 'x'), ('0.1', '-1'), ('0.1', 'nan'),
+                 ('x', 'x'), ('0.1', '1e-50'), ('0.1', '1e-45'), ('0.1', '1e-40'), ('1e-300', '0.5'),
+                 ('1e-18', '0.5'), ('1e-19', '0.5'), ('2.168404344971009e-19', '0.5'),
+                 ('2.1684043449710089e-19', '0.5'), ('1e-15', '0.5'), ('', '0.1'), ('0.1', ''),
+                 ('0.1 ', '0.1'), ('0x0.1p0', '0.5'), ('1e-20', '1e-40')):
+        do('CMS.INITBYPROB', 'bad', e, p)
+        do('DEL', 'bad')
+    do('CMS.INITBYPROB', 'str', '0.1', '0.1')
+    do('CMS.INITBYPROB', 'c', 'x', 'x')
+    i = 0
+    for e, p in (('0.1', '0.1'), ('0.01', '0.01'), ('0.001', '0.01'), ('0.5', '0.5'), ('0.999999', '0.999999'),
+                 ('0.3', '0.25'), ('0.3', '0.125'), ('0.3', '0.0625'), ('0.7', '0.49999997'),
+                 ('0.7', '0.4999999'), ('0.7', '0.50000001'), ('0.2', '0.03125'), ('0.2', '0.031249999'),
+                 ('0.2', '0.0312500001'), ('0.01', '1e-10'), ('0.01', '1e-38'), ('0.01', '1e-40'),
+                 ('0.01', '1.401298464324817e-45'), ('0.01', '2.8e-45'), ('0.6666666666666666', '0.5'),
+                 ('0.6666666666666667', '0.5'), ('0.4', '0.5'), ('0.0002', '0.002'), ('1e-5', '0.9'),
+                 ('.5', '.5'), ('5e-1', '5E-1'), ('0.1', '0.000001')):
+        do('CMS.INITBYPROB', 'p%d' % i, e, p)
+        do('CMS.INFO', 'p%d' % i)
+        i += 1
+    r.section = 'cms.incrby'
+    do('CMS.INCRBY')
+    do('CMS.INCRBY', 'c')
+    do('CMS.INCRBY', 'c', 'a')
+    do('CMS.INCRBY', 'c', 'a', '1', 'b')
+    do('CMS.INCRBY', 'nokey', 'a', '1')
+    do('CMS.INCRBY', 'nokey', 'a', 'x')
+    do('CMS.INCRBY', 'str', 'a', '1')
+    do('CMS.INCRBY', 'str', 'a', 'x')
+    do('CMS.INCRBY', 'c', 'a', '1')
+    do('CMS.INCRBY', 'c', 'a', '1', 'b', '2', 'c', '3')
+    do('CMS.INCRBY', 'c', 'a', 'x')
+    do('CMS.INCRBY', 'c', 'a', '-1')
+    do('CMS.INCRBY', 'c', 'a', '1', 'b', 'x')
+    do('CMS.INCRBY', 'c', 'a', '1', 'b', '-1', 'c', 'x')
+    do('CMS.INCRBY', 'c', 'a', 'x', 'b', '-1')
+    do('CMS.INCRBY', 'c', 'a', '1.5')
+    do('CMS.INCRBY', 'c', 'a', '+1')
+    do('CMS.INCRBY', 'c', 'a', '')
+    do('CMS.INCRBY', 'c', 'a', '9223372036854775808')
+    do('CMS.INCRBY', 'c', 'a', '-0')
+    do('CMS.INCRBY', 'c', 'a', '0')
+    do('CMS.INCRBY', 'c', 'zero', '0')
+    do('CMS.QUERY', 'c', 'a', 'b', 'c', 'zero', 'nothere')
+    do('CMS.INFO', 'c')
+    do('CMS.INCRBY', 'c', '', '5', 'a', '10')
+    do('CMS.INCRBY', 'c', 'a', '4294967290')
+    do('CMS.INCRBY', 'c', 'a', '10')
+    do('CMS.INCRBY', 'c', 'a', '0')
+    do('CMS.QUERY', 'c', 'a', 'b', '')
+    do('CMS.INCRBY', 'c1', 'x', '4294967295')
+    do('CMS.INCRBY', 'c1', 'y', '0')
+    do('CMS.INCRBY', 'c1', 'x', '4294967296', 'y', '1')
+    do('CMS.INCRBY', 'c1', 'z', '9223372036854775807')
+    do('CMS.INFO', 'c1')
+    do('CMS.INCRBY', 'c1', 'z', '9223372036854775807')
+    do('CMS.INFO', 'c1')
+    do('CMS.INCRBY', 'c1', 'z', '2')
+    do('CMS.INFO', 'c1')
+    do('CMS.QUERY', 'c1', 'x', 'anything')
+    items = ['item%d' % i for i in range(60)]
+    args = []
+    for n, it in enumerate(items):
+        args += [it, str(n * 7 + 1)]
+    do('CMS.INCRBY', 'c2', *args)
+    do('CMS.QUERY', 'c2', *items)
+    do('CMS.INCRBY', 'c', *args)
+    do('CMS.QUERY', 'c', *items)
+    do('CMS.INCRBY', 'c2', 'bin\x00ary\xff', '3')
+    r.section = 'cms.query'
+    do('CMS.QUERY')
+    do('CMS.QUERY', 'c')
+    do('CMS.QUERY', 'nokey', 'a')
+    do('CMS.QUERY', 'str', 'a')
+    do('CMS.QUERY', 'c2', 'bin\x00ary\xff', 'bin')
+    do('CMS.QUERY', 'c', 'a', 'a', 'a')
+    r.section = 'cms.info'
+    do('CMS.INFO')
+    do('CMS.INFO', 'c', 'x')
+    do('CMS.INFO', 'nokey')
+    do('CMS.INFO', 'str')
+    do('cms.info', 'c')
+    r.section = 'cms.merge'
+    do('CMS.INITBYDIM', 'm1', '10', '3')
+    do('CMS.INITBYDIM', 'm2', '10', '3')
+    do('CMS.INITBYDIM', 'm3', '10', '3')
+    do('CMS.INITBYDIM', 'w11', '11', '3')
+    do('CMS.INITBYDIM', 'd4', '10', '4')
+    do('CMS.INCRBY', 'm1', 'x', '5', 'y', '7', 'big', '4000000000')
+    do('CMS.INCRBY', 'm2', 'x', '2', 'z', '1')
+    do('CMS.MERGE')
+    do('CMS.MERGE', 'm3')
+    do('CMS.MERGE', 'm3', '1')
+    do('CMS.MERGE', 'm3', '2', 'm1', 'm2')
+    do('CMS.QUERY', 'm3', 'x', 'y', 'z', 'big')
+    do('CMS.INFO', 'm3')
+    for ws in (('1', '1'), ('2', '-3'), ('0', '0'), ('1', '0'), ('-1', '1'), ('1000000000', '3'),
+               ('9223372036854775807', '3'), ('-9223372036854775808', '0'), ('2', '-2'), ('1', '-2'),
+               ('0', '5'), ('x', '1'), ('1', 'x'), ('1.0', '1'), ('', '1'), ('9223372036854775808', '1')):
+        do('CMS.MERGE', 'm3', '2', 'm1', 'm2', 'WEIGHTS', *ws)
+        do('CMS.QUERY', 'm3', 'x', 'y', 'z', 'big')
+        do('CMS.INFO', 'm3')
+    do('CMS.MERGE', 'm3', '1', 'm3')
+    do('CMS.MERGE', 'm3', '1', 'm3', 'WEIGHTS', '2')
+    do('CMS.QUERY', 'm3', 'x', 'y', 'z')
+    do('CMS.MERGE', 'm3', '3', 'm3', 'm1', 'm3', 'WEIGHTS', '1', '1', '-1')
+    do('CMS.INFO', 'm3')
+    do('CMS.MERGE', 'nokey', '1', 'm1')
+    do('CMS.MERGE', 'str', '1', 'm1')
+    do('CMS.MERGE', 'nokey', 'x', 'm1')
+    do('CMS.MERGE', 'str', 'x', 'x')
+    for a in (['x', 'm1'], ['0', 'm1'], ['-1', 'm1'], ['2', 'm1'], ['1', 'm1', 'm2'], ['1', 'nokey'],
+              ['1', 'str'], ['1', 'w11'], ['1', 'd4'], ['2', 'm1', 'w11'], ['2', 'w11', 'nokey'],
+              ['2', 'nokey', 'w11'], ['2', 'm1', 'm2', 'WEIGHTS', '1'], ['2', 'm1', 'm2', 'WEIGHTS', '1', '2', '3'],
+              ['2', 'm1', 'm2', 'WEIGHTS', '1', 'x'], ['2', 'm1', 'WEIGHTS', '1', '2'], ['1', 'WEIGHTS', '1'],
+              ['1', 'm1', 'WEIGHTS'], ['2', 'nokey', 'm2', 'WEIGHTS', 'x', '1'],
+              ['2', 'm1', 'nokey', 'WEIGHTS', '1', 'x'], ['2', 'm1', 'w11', 'WEIGHTS', '1', 'x'],
+              ['2', 'm1', 'm2', 'weights', '1', '1'], ['1', 'm1', 'Weights', '3'],
+              ['3', 'm1', 'm2', 'WEIGHTS', '1', '1', '1'], ['1', 'weights'], ['2', 'weights', 'm1'],
+              ['1', 'm1', 'WEIGHTS', '1', 'WEIGHTS'], ['99999999999', 'm1'], ['9223372036854775807', 'm1', 'WEIGHTS', '1'],
+              ['1.0', 'm1'], ['', 'm1'], ['+1', 'm1'], ['01', 'm1'],
+              ['2', 'm1', 'm1'], ['2', 'm1', 'm1', 'WEIGHTS', '2147483648', '2147483648'],
+              ['1', 'm1', 'WEIGHTS', '-1']):
+        do('CMS.MERGE', 'm3', *a)
+    do('CMS.QUERY', 'm3', 'x', 'y', 'z', 'big')
+    do('CMS.INFO', 'm3')
+    r.section = 'keyspace'
+    do('CMS.INITBYDIM', 'k', '7', '2')
+    do('CMS.INCRBY', 'k', 'a', '3', 'b', '4')
+    do('TYPE', 'k')
+    do('OBJECT', 'ENCODING', 'k')
+    do('EXISTS', 'k')
+    for key in ('k', 'c', 'c1', 'c2', '', 'big', 'm3', 'p0', 'p1', 'p2', 'p16', 'p18', 'nokey'):
+        do('MEMORY', 'USAGE', key)
+    do('MEMORY', 'USAGE', 'k', 'SAMPLES', '0')
+    do('COPY', 'k', 'k2')
+    do('COPY', 'k', 'c', 'REPLACE')
+    do('DUMP', 'k')
+    do('DUMP', 'c')
+    do('DUMP', 'c1')
+    do('DUMP', 'c2')
+    do('DUMP', 'm3')
+    do('DUMP', '')
+    do('DUMP', 'p1')
+    dump = r.c(conn).call('DUMP', 'k')[1]
+    dump_c2 = r.c(conn).call('DUMP', 'c2')[1]
+    do('RESTORE', 'k', '0', dump)
+    do('RESTORE', 'k', '0', dump, 'REPLACE')
+    do('RESTORE', 'r1', '0', dump)
+    do('CMS.QUERY', 'r1', 'a', 'b', 'c')
+    do('CMS.INFO', 'r1')
+    do('RESTORE', 'r2', '0', dump_c2)
+    do('CMS.QUERY', 'r2', *items[:20])
+    do('CMS.INFO', 'r2')
+    do('DUMP', 'r2')
+    do('RESTORE', 'str', '0', dump, 'REPLACE')
+    do('TYPE', 'str')
+    do('SET', 'str', 'v')
+    do('RESTORE', 'r3', '0', dump[:-1] + bytes([dump[-1] ^ 1]))
+    for note, p in (('hand-made 3x2, counters 1..6, total 21', cms_payload(3, 2, 21, struct.pack('<6I', 1, 2, 3, 4, 5, 6))),
+                    ('hand-made 1x1 empty', cms_payload(1, 1, 0)),
+                    ('counters one word short', cms_payload(3, 2, 0, b'\0' * 20)),
+                    ('counters one word long', cms_payload(3, 2, 0, b'\0' * 28)),
+                    ('width 0', cms_payload(0, 2, 0, b'')),
+                    ('depth 0', cms_payload(3, 0, 0, b'')),
+                    ('total 2^63', cms_payload(2, 1, 1 << 63, b'\0' * 8)),
+                    ('total 2^64-1', cms_payload(2, 1, (1 << 64) - 1, b'\0' * 8)),
+                    ('counter 2^32-1', cms_payload(2, 1, 5, b'\xff\xff\xff\xff\0\0\0\0')),
+                    ('encver 1', cms_payload(2, 1, 0, b'\0' * 8, encver=1)),
+                    ('huge width', cms_payload(1 << 62, 4, 0, b'\0' * 8))):
+        key = 'h%d' % len(note)
+        do('RESTORE', key, '0', p, 'REPLACE', note=note)
+        do('CMS.INFO', key, note=note)
+        do('CMS.QUERY', key, 'a', 'b', note=note)
+        do('DUMP', key, note=note)
+        do('DEL', key)
+    do('RENAME', 'k', 'k3')
+    do('CMS.QUERY', 'k3', 'a', 'b')
+    do('CMS.INFO', 'k')
+    do('EXPIRE', 'k3', '100')
+    do('TTL', 'k3')
+    do('PERSIST', 'k3')
+    do('TTL', 'k3')
+    do('SCAN', '0', 'TYPE', 'CMSk-TYPE', 'COUNT', '1000', unordered=True, volatile=True)
+    do('DEL', 'k3', 'r1')
+    do('EXISTS', 'k3')
+    do('CMS.QUERY', 'k3', 'a')
+    do('BF.ADD', 'c', 'x')
+    do('CF.ADD', 'c', 'x')
+    do('BF.EXISTS', 'c', 'x')
+    do('GET', 'c')
+    do('CMS.INCRBY', 'c', 'a', '1', 'b', '2')
+    r.section = 'watch'
+    other = conn + 'w'
+    if conn == 'p3':
+        r.hello3(other)
+    for name, change in (('incrby', ('CMS.INCRBY', 'c', 'a', '1')),
+                         ('incrby-zero', ('CMS.INCRBY', 'c', 'a', '0')),
+                         ('incrby-missing', ('CMS.INCRBY', 'wnokey', 'a', '1')),
+                         ('incrby-bad', ('CMS.INCRBY', 'c', 'a', 'x')),
+                         ('incrby-overflow', ('CMS.INCRBY', 'c', 'a', '4294967296')),
+                         ('initbydim-exists', ('CMS.INITBYDIM', 'c', '1', '1')),
+                         ('initbydim-badarg', ('CMS.INITBYDIM', 'c', 'x', '1')),
+                         ('merge-into', ('CMS.MERGE', 'c', '1', 'k')),
+                         ('merge-bad', ('CMS.MERGE', 'c', 'x', 'k')),
+                         ('merge-overflow', ('CMS.MERGE', 'c', '1', 'c', 'WEIGHTS', '-1')),
+                         ('query', ('CMS.QUERY', 'c', 'a')),
+                         ('info', ('CMS.INFO', 'c'))):
+        do('DEL', 'k')
+        do('CMS.INITBYDIM', 'k', '10', '3')
+        do('WATCH', 'c', 'wnokey', note=name)
+        r.do(*change, conn=other, note=name)
+        do('MULTI', note=name)
+        do('CMS.QUERY', 'c', 'a', note=name)
+        do('EXEC', note=name)
+    r.section = 'multi'
+    do('MULTI')
+    do('CMS.INCRBY', 'c', 'q', '5')
+    do('CMS.QUERY', 'c', 'q')
+    do('CMS.INFO', 'c')
+    do('CMS.INCRBY', 'c', 'q', 'x')
+    do('CMS.MERGE', 'c', '1', 'nokey')
+    do('EXEC')
+
+
+def area_cms(r):
+    both(r, cms_cases)
+
+
+def area_sketchdocs(r):
+    main = r.c('main')
+    names = []
+    for pat in ('cms.*', 'topk.*'):
+        names += sorted(cap.s(x) for x in main.call('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', pat)[1])
+    for proto in (2, 3):
+        conn = 'p%d' % proto
+        if proto == 3:
+            r.hello3(conn)
+        r.section = 'docs'
+        for n in names:
+            r.do('COMMAND', 'DOCS', n, conn=conn)
+            r.do('COMMAND', 'INFO', n, conn=conn)
+        r.do('COMMAND', 'DOCS', 'CMS.INCRBY', 'topk.add', conn=conn)
+        r.section = 'acl'
+        for c in ('cms', 'topk', 'bloom', 'cuckoo', 'CMS'):
+            r.do('ACL', 'CAT', c, conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'ACLCAT', 'cms', conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'ACLCAT', 'topk', conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', 'cms.*', conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', 'topk.*', conn=conn, unordered=True)
+        r.section = 'getkeys'
+        for a in (['CMS.INITBYDIM', 'k', '1', '1'], ['CMS.INITBYPROB', 'k', '0.1', '0.1'],
+                  ['CMS.INCRBY', 'k', 'a', '1'], ['CMS.QUERY', 'k', 'a'], ['CMS.INFO', 'k'],
+                  ['CMS.MERGE', 'k', '2', 'a', 'b'], ['CMS.MERGE', 'k', '1', 'a', 'WEIGHTS', '1'],
+                  ['TOPK.RESERVE', 'k', '3'], ['TOPK.ADD', 'k', 'a'], ['TOPK.INCRBY', 'k', 'a', '1'],
+                  ['TOPK.QUERY', 'k', 'a'], ['TOPK.COUNT', 'k', 'a'], ['TOPK.LIST', 'k'],
+                  ['TOPK.INFO', 'k']):
+            r.do('COMMAND', 'GETKEYS', *a, conn=conn)
+            r.do('COMMAND', 'GETKEYSANDFLAGS', *a, conn=conn)
+
+
+# Seeded random sessions ------------------------------------------------------
+
+def cms_random(r, rng, proto, n):
+    conn = 'main'
+    if proto == 3:
+        r.hello3(conn)
+    r.do('FLUSHALL')
+    keys = ['s%d' % i for i in range(6)]
+    dims = {}
+    items = ['i%d' % i for i in range(40)] + ['', 'x' * 50, 'b\x00\xff']
+
+    def item():
+        return rng.choice(items)
+    for _ in range(n):
+        k = rng.choice(keys + ['nokey', 'str'])
+        op = rng.random()
+        if op < 0.12:
+            if rng.random() < 0.5:
+                w, d = rng.choice([1, 2, 5, 10, 50, 200, 1000]), rng.choice([1, 2, 3, 5, 7])
+                r.do('CMS.INITBYDIM', k, str(w), str(d))
+            else:
+                e = rng.choice(['0.5', '0.1', '0.05', '0.01', '0.002', '%.6f' % rng.uniform(0.001, 0.9)])
+                p = rng.choice(['0.5', '0.1', '0.01', '0.001', '%.6g' % rng.uniform(1e-9, 0.99)])
+                r.do('CMS.INITBYPROB', k, e, p)
+        elif op < 0.55:
+            args = []
+            for _ in range(rng.randint(1, 8)):
+                v = rng.choice([0, 1, 1, 1, 2, 3, 10, 100, rng.randint(0, 100000), 4294967295,
+                                1 << 31, rng.randint(0, 1 << 40)])
+                args += [item(), str(v)]
+            if rng.random() < 0.03:
+                args[rng.randrange(1, len(args), 2)] = rng.choice(['x', '-1', '1.5'])
+            r.do('CMS.INCRBY', k, *args)
+        elif op < 0.8:
+            r.do('CMS.QUERY', k, *[item() for _ in range(rng.randint(1, 6))])
+        elif op < 0.88:
+            srcs = [rng.choice(keys) for _ in range(rng.randint(1, 3))]
+            if rng.random() < 0.5:
+                r.do('CMS.MERGE', k, str(len(srcs)), *srcs)
+            else:
+                ws = [str(rng.choice([0, 1, 1, 2, 3, -1, 1000])) for _ in srcs]
+                r.do('CMS.MERGE', k, str(len(srcs)), *srcs, 'WEIGHTS', *ws)
+        elif op < 0.93:
+            r.do('CMS.INFO', k)
+        elif op < 0.96:
+            r.do('DUMP', k)
+        elif op < 0.98:
+            r.do('MEMORY', 'USAGE', k)
+        elif op < 0.99:
+            r.do('DEL', k)
+        else:
+            r.do('SET', 'str', 'v')
+
+
+def random_sessions(o, area, fn, count, ncmds, seedbase):
+    for i in range(count):
+        pid = cap.launch(o.launch, o.port, []) if o.launch else None
+        try:
+            path = os.path.join(o.out, '%s-%03d.jsonl' % (area, i))
+            r = cap.Recorder(o.port, path)
+            if not o.launch:
+                r.silent('FLUSHALL')
+            fn(r, random.Random(seedbase + i), 2 if i % 2 == 0 else 3, ncmds)
+            r.close()
+            print('%s: %d records' % (path, r.count), file=sys.stderr)
+        finally:
+            if pid:
+                cap.stop(pid)
+                time.sleep(0.2)
+
+
+AREAS = {'cms': area_cms, 'sketchdocs': area_sketchdocs}
+RANDOM = {'cms-random': (cms_random, 8, 400, 26000)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--port', type=int, required=True)
+    ap.add_argument('--launch')
+    ap.add_argument('--out', default=HERE)
+    ap.add_argument('areas', nargs='*')
+    o = ap.parse_args()
+    for name in o.areas or list(AREAS) + list(RANDOM):
+        if name in RANDOM:
+            random_sessions(o, name, *RANDOM[name])
+            continue
+        pid = cap.launch(o.launch, o.port, []) if o.launch else None
+        try:
+            r = cap.Recorder(o.port, os.path.join(o.out, name + '.jsonl'))
+            if not o.launch:
+                r.silent('FLUSHALL')
+            AREAS[name](r)
+            r.close()
+            print('%s: %d records' % (name, r.count), file=sys.stderr)
+        finally:
+            if pid:
+                cap.stop(pid)
+                time.sleep(0.2)
+
+
+if __name__ == '__main__':
+    main()
