@@ -69,6 +69,9 @@ const (
 	CMSInit   Op = 29 // CMS.INITBYDIM, INITBYPROB: Capacity the width, Count the depth (the proposer's)
 	CMSIncrBy Op = 30 // Items, and Data their increments (8 bytes each, little-endian)
 	CMSMerge  Op = 31 // Key the destination, Keys the sources, Data their weights (8 bytes each); Iter: the first bad weight, or -1
+	// Level 6: Top-K (TOPK.*, package sketch/topk), argument errors as CMS.
+	TopKReserve Op = 32 // Iter k, Capacity width, Count depth, ErrorRate decay (the proposer's)
+	TopKAdd     Op = 33 // TOPK.ADD, INCRBY: Items, Data their increments (8 bytes each); Iter: the item whose increment is bad (the last of Items), or -1
 )
 
 // Read operations: answered from local state, or inside EXEC.
@@ -100,6 +103,10 @@ const (
 	WScanDump  Op = 88
 	CMSQuery   Op = 89 // level 5
 	CMSInfo    Op = 90
+	TopKQuery  Op = 91 // level 6
+	TopKCount  Op = 92
+	TopKList   Op = 93 // Flag: WITHCOUNT
+	TopKInfo   Op = 94
 )
 
 // IsWrite reports whether the op changes state and so must enter the log.

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/bfserver/bfserver/sketch/cms"
+	"github.com/bfserver/bfserver/sketch/topk"
 )
 
 // Argument errors of the sketch commands, carried in Field. RedisBloom
@@ -24,7 +25,12 @@ const (
 	CMSArgKeysPositive            // CMS: Number of keys must be positive
 	CMSArgKeys                    // CMS: wrong number of keys
 	CMSArgKeysWeights             // CMS: wrong number of keys/weights
-	cmsArgLast         = CMSArgKeysWeights
+	TopKArgK                      // TopK: invalid k
+	TopKArgWidth                  // TopK: invalid width
+	TopKArgDepth                  // TopK: invalid depth
+	TopKArgDecay                  // TopK: invalid decay value. must be '<= 1' & '> 0'
+	TopKArgNoMemory               // ERR Insufficient memory to create topk data structure
+	sketchArgLast      = TopKArgNoMemory
 )
 
 // Int64s packs 64-bit values as the sketch commands carry them in Data.
@@ -42,8 +48,8 @@ func Int64At(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[
 // sketchParams: an argument error alone, or arguments Apply can use as
 // they are.
 func sketchParams(c *Cmd) error {
-	if c.Field > cmsArgLast {
-		return invalid(c, "argument error %d unknown", c.Field)
+	if top := c.Op == TopKReserve || c.Op == TopKAdd; c.Field > sketchArgLast || c.Field != 0 && top != (c.Field >= TopKArgK) {
+		return invalid(c, "argument error %d unknown to op", c.Field)
 	}
 	if c.Field != 0 {
 		return nil
@@ -66,6 +72,22 @@ func sketchParams(c *Cmd) error {
 		for i := range c.Items {
 			if Int64At(c.Data, i) < 0 {
 				return invalid(c, "negative increment")
+			}
+		}
+	case TopKReserve:
+		if _, ok := topk.Bytes(uint64(c.Iter), c.Capacity, uint64(c.Count)); !ok || c.Iter < 1 || c.Count < 1 || !(c.ErrorRate > 0 && c.ErrorRate <= 1) {
+			return invalid(c, "top-k of %d, %d by %d, decay %v", c.Iter, c.Capacity, c.Count, c.ErrorRate)
+		}
+	case TopKAdd:
+		if err := atLeastOne(c, c.Items); err != nil {
+			return err
+		}
+		if len(c.Data) != 8*len(c.Items) || c.Iter < -1 || c.Iter >= int64(len(c.Items)) || c.Iter >= 0 && c.Iter != int64(len(c.Items))-1 {
+			return invalid(c, "%d increments for %d items (bad %d)", len(c.Data)/8, len(c.Items), c.Iter)
+		}
+		for i := range c.Items {
+			if v := Int64At(c.Data, i); v < 0 || v > topk.MaxIncrement {
+				return invalid(c, "increment %d", v)
 			}
 		}
 	case CMSMerge:

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,7 +86,46 @@ func TestSketches(t *testing.T) {
 		t.Error("an increment of the restored copy showed in the original")
 	}
 
-	keys := []string{"hits", "renamed", "other"}
+	// Top-K: a skewed stream's heavy hitters, expelled items answered.
+	do("TOPK.RESERVE", "top", "10", "200", "5", "0.9")
+	expelled := 0
+	for i := 0; i < 300; i++ {
+		args := []any{"TOPK.ADD", "top"}
+		for j := 0; j < 20; j++ {
+			args = append(args, "v"+strconv.Itoa((i*j)%(1+j*7)))
+		}
+		for _, x := range do(args...).([]any) {
+			if x != nil {
+				expelled++
+			}
+		}
+	}
+	list := do("TOPK.LIST", "top", "WITHCOUNT").([]any)
+	if len(list) != 20 || list[0] != "v0" {
+		t.Fatalf("TOPK.LIST: %v", list)
+	}
+	if expelled == 0 {
+		t.Error("no add expelled an item")
+	}
+	if v := do("TYPE", "top"); v != "TopK-TYPE" {
+		t.Errorf("TYPE: %v", v)
+	}
+	if v := do("MEMORY", "USAGE", "top"); v != int64(2088+200*5*8+10*24+32) {
+		t.Errorf("MEMORY USAGE: %v", v)
+	}
+	info, err = n.client(3).Do(ctx(t), "TOPK.INFO", "top").Result()
+	if m, ok := info.(map[any]any); err != nil || !ok || m["decay"] != 0.9 || m["k"] != int64(10) {
+		t.Fatalf("TOPK.INFO in RESP3: %#v (%v)", info, err)
+	}
+	if q := fmt.Sprint(n.client(3).Do(ctx(t), "TOPK.QUERY", "top", "v0", "nothere").Val()); q != "[true false]" {
+		t.Errorf("TOPK.QUERY in RESP3: %s", q)
+	}
+	do("RESTORE", "top-restored", "0", do("DUMP", "top").(string))
+	if a, b := fmt.Sprint(do("TOPK.LIST", "top", "WITHCOUNT")), fmt.Sprint(do("TOPK.LIST", "top-restored", "WITHCOUNT")); a != b {
+		t.Errorf("restored Top-K lists %s, want %s", b, a)
+	}
+
+	keys := []string{"hits", "renamed", "other", "top", "top-restored"}
 	want := map[string]any{}
 	for _, k := range keys {
 		want[k] = do("BFX.DIGEST", k)
@@ -93,6 +133,8 @@ func TestSketches(t *testing.T) {
 	do("SAVE")
 	do("CMS.INCRBY", "hits", "after-save", "3") // only in the log
 	want["hits"] = do("BFX.DIGEST", "hits")
+	do("TOPK.ADD", "top", "after-save", "v1", "v2")
+	want["top"] = do("BFX.DIGEST", "top")
 	n.kill()
 	n.launch()
 	c = n.client(2)
@@ -109,16 +151,19 @@ func TestSketches(t *testing.T) {
 	}
 }
 
-// TestSketchesCluster: CMS increments and merges through all three nodes,
-// the leader killed with kill -9 in the middle and restarted; afterwards
-// every node answers the same counts, each at least what was acknowledged,
-// and every replica holds byte-identical sketches.
+// TestSketchesCluster: CMS increments and merges and Top-K adds (whose
+// decay coin every replica draws from the sketch's own generator) through
+// all three nodes, the leader killed with kill -9 in the middle and
+// restarted; afterwards every node answers the same counts, each at least
+// what was acknowledged, the same Top-K lists, and every replica holds
+// byte-identical sketches.
 func TestSketchesCluster(t *testing.T) {
 	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
 	lc := leaderOf(t, nodes).client(2)
 	for _, args := range [][]any{
 		{"CMS.INITBYDIM", "cms", "500", "5"},
 		{"CMS.INITBYPROB", "merged", "0.01", "0.001"},
+		{"TOPK.RESERVE", "top", "20", "50", "4", "0.9"},
 	} {
 		if err := lc.Do(ctx(t), args...).Err(); err != nil {
 			t.Fatal(err)
@@ -142,16 +187,21 @@ func TestSketchesCluster(t *testing.T) {
 				c := nd.client(2)
 				item := "i" + strconv.Itoa((i*7+j)%300)
 				var err error
-				if j%20 == 19 {
+				switch {
+				case j%20 == 19:
 					err = c.Do(ctx(t), "CMS.MERGE", "merged", "1", "merged", "WEIGHTS", "1").Err()
-				} else {
+				case j%3 == 1:
+					err = c.Do(ctx(t), "TOPK.ADD", "top", item, "i"+strconv.Itoa(j%7), "n"+strconv.Itoa(i)).Err()
+				case j%3 == 2:
+					err = c.Do(ctx(t), "TOPK.INCRBY", "top", item, 1+j%5).Err()
+				default:
 					err = c.Do(ctx(t), "CMS.INCRBY", "cms", item, 1+j%4).Err()
 				}
 				c.Close()
 				if err != nil {
 					continue // the node is down or lost leadership: not acknowledged
 				}
-				if j%20 != 19 {
+				if j%20 != 19 && j%3 == 0 {
 					mu.Lock()
 					acked[item] += int64(1 + j%4)
 					mu.Unlock()
@@ -174,7 +224,7 @@ func TestSketchesCluster(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d acknowledged sketch writes", n.Load())
 
-	keys := []string{"cms", "merged"}
+	keys := []string{"cms", "merged", "top"}
 	waitFor(t, 60*time.Second, "identical sketch digests on every node", func() bool {
 		var first []any
 		for i, nd := range nodes {
@@ -208,7 +258,7 @@ func TestSketchesCluster(t *testing.T) {
 				t.Fatalf("node %s: i%d counted %d, %d acknowledged", nd.addr, i, x, acked["i"+strconv.Itoa(i)])
 			}
 		}
-		answers = append(answers, fmt.Sprint(got, c.Do(ctx(t), "CMS.INFO", "cms").Val()))
+		answers = append(answers, fmt.Sprint(got, c.Do(ctx(t), "CMS.INFO", "cms").Val(), c.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT").Val()))
 		c.Close()
 	}
 	for _, a := range answers[1:] {
@@ -231,7 +281,9 @@ func TestMigrateSketches(t *testing.T) {
 	sketchDo(t, ca, "CMS.INCRBY", "cms:ttl", "z", "9")
 	sketchDo(t, ca, "EXPIRE", "cms:ttl", "5000")
 	sketchDo(t, a.dbClient(3), "CMS.INITBYDIM", "cms:db3", "7", "2")
-	keys := map[int][]string{0: {"cms:a", "cms:ttl"}, 3: {"cms:db3"}}
+	sketchDo(t, ca, "TOPK.RESERVE", "topk:a", "5", "50", "3", "0.9")
+	sketchDo(t, ca, "TOPK.ADD", "topk:a", "x", "y", "x", "z", "w", "v", "u", "x")
+	keys := map[int][]string{0: {"cms:a", "cms:ttl", "topk:a"}, 3: {"cms:db3"}}
 	r := runTool(t, nil, migrateArgs(a, b)...)
 	if r.code != 0 {
 		t.Fatalf("migrate exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -242,7 +294,14 @@ func TestMigrateSketches(t *testing.T) {
 			if out[k] != "copied" {
 				t.Errorf("%q: outcome %q, want copied", k, out[k])
 			}
-			if digestOf(t, a.dbClient(db), k) != digestOf(t, b.dbClient(db), k) {
+			if strings.HasPrefix(k, "topk:") {
+				// DUMP carries no generator: compare what RedisBloom's
+				// fields hold.
+				l := func(n *node) string { return fmt.Sprint(n.dbClient(db).Do(ctx(t), "TOPK.LIST", k, "WITHCOUNT").Val()) }
+				if l(a) != l(b) {
+					t.Errorf("db%d %q: lists differ after migrate: %s and %s", db, k, l(a), l(b))
+				}
+			} else if digestOf(t, a.dbClient(db), k) != digestOf(t, b.dbClient(db), k) {
 				t.Errorf("db%d %q: digests differ after migrate", db, k)
 			}
 		}

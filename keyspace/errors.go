@@ -91,4 +91,14 @@ var (
 	ErrCMSWeight        = newError(40, "cms weight")         // CMS: invalid weight value
 	ErrCMSDims          = newError(41, "cms dimensions")     // CMS: width/depth is not equal
 	ErrCMSMergeOverflow = newError(42, "cms merge overflow") // CMS: MERGE overflow
+
+	// Top-K (TOPK.*), RedisBloom's words.
+	ErrTopKExists    = newError(43, "topk exists")    // TopK: key already exists
+	ErrTopKNotFound  = newError(44, "topk not found") // TopK: key does not exist
+	ErrTopKK         = newError(45, "topk k")         // TopK: invalid k
+	ErrTopKWidth     = newError(46, "topk width")     // TopK: invalid width
+	ErrTopKDepth     = newError(47, "topk depth")     // TopK: invalid depth
+	ErrTopKDecay     = newError(48, "topk decay")     // TopK: invalid decay value. must be '<= 1' & '> 0'
+	ErrTopKNoMemory  = newError(49, "topk no memory") // ERR Insufficient memory to create topk data structure
+	ErrTopKIncrement = newError(50, "topk increment") // TopK: increment must be an integer greater or equal to 0 … 100,000
 )

@@ -27,6 +27,7 @@ const (
 	KindString
 	KindWindow // a sliding-window filter (BFX.W*, bfserver's own)
 	KindCMS    // a Count-Min Sketch (CMS.*; sketches.go)
+	KindTopK   // a Top-K (TOPK.*; sketches.go)
 )
 
 // TypeName is the TYPE reply for a kind.
@@ -448,6 +449,10 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return k.cmsIncrBy(c)
 	case command.CMSMerge:
 		return k.cmsMerge(c)
+	case command.TopKReserve:
+		return k.topkReserve(c)
+	case command.TopKAdd:
+		return k.topkAdd(c)
 	case command.Restore:
 		return k.restore(c)
 	case command.Copy:

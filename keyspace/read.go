@@ -70,6 +70,8 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		return k.readWindow(c)
 	case command.CMSQuery, command.CMSInfo:
 		return k.readCMS(c)
+	case command.TopKQuery, command.TopKCount, command.TopKList, command.TopKInfo:
+		return k.readTopK(c)
 	case command.BFExists, command.CFExists, command.CFCount:
 		var r Result
 		k.ReadInto(c, &r)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/sketch/cms"
+	"github.com/bfserver/bfserver/sketch/topk"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -126,13 +127,14 @@ const (
 	bloom kind = iota
 	cuckoo
 	cmsKind
+	topkKind
 )
 
 // kinds are the types migrate moves, in its order.
-var kinds = []kind{bloom, cuckoo, cmsKind}
+var kinds = []kind{bloom, cuckoo, cmsKind, topkKind}
 
 // whole reports whether the kind moves as one DUMP payload.
-func (k kind) whole() bool { return k == cmsKind }
+func (k kind) whole() bool { return k == cmsKind || k == topkKind }
 
 func (k kind) cmd(name string) string {
 	switch k {
@@ -140,6 +142,8 @@ func (k kind) cmd(name string) string {
 		return "CF." + name
 	case cmsKind:
 		return "CMS." + name
+	case topkKind:
+		return "TOPK." + name
 	}
 	return "BF." + name
 }
@@ -151,6 +155,8 @@ func (k kind) typeName() string {
 		return "MBbloomCF"
 	case cmsKind:
 		return cms.TypeName
+	case topkKind:
+		return topk.TypeName
 	}
 	return "MBbloom--"
 }
@@ -161,6 +167,8 @@ func (k kind) String() string {
 		return "cuckoo"
 	case cmsKind:
 		return "cms"
+	case topkKind:
+		return "topk"
 	}
 	return "bloom"
 }
@@ -171,7 +179,8 @@ type info []infoField
 type infoField struct {
 	name  string
 	value int64
-	null  bool // a nil reply (BF.INFO's expansion of a NONSCALING filter)
+	null  bool   // a nil reply (BF.INFO's expansion of a NONSCALING filter)
+	text  string // a string reply (TOPK.INFO's decay)
 }
 
 func (in info) String() string {
@@ -182,6 +191,8 @@ func (in info) String() string {
 		}
 		if f.null {
 			fmt.Fprintf(&b, "%s=nil", f.name)
+		} else if f.text != "" {
+			fmt.Fprintf(&b, "%s=%s", f.name, f.text)
 		} else {
 			fmt.Fprintf(&b, "%s=%d", f.name, f.value)
 		}
@@ -203,6 +214,9 @@ func (in info) equal(o info) bool { return in.String() == o.String() }
 // size is the key's memory size as its INFO reports it (a sketch's, from
 // its dimensions, as RedisBloom counts it).
 func (in info) size() int64 {
+	if k := in.get("k"); k > 0 {
+		return topk.StructBytes + topk.BucketBytes*in.get("width")*in.get("depth") + topk.HeapBytes*k
+	}
 	if w := in.get("width"); w > 0 {
 		return cms.StructBytes + 4*w*in.get("depth")
 	}
@@ -233,6 +247,10 @@ func parseInfo(v any) (info, error) {
 			in = append(in, infoField{name: name, value: val})
 		case nil:
 			in = append(in, infoField{name: name, null: true})
+		case string:
+			in = append(in, infoField{name: name, text: val})
+		case float64:
+			in = append(in, infoField{name: name, text: strconv.FormatFloat(val, 'g', -1, 64)})
 		default:
 			return nil, fmt.Errorf("unexpected INFO value %T for %q", a[i+1], name)
 		}
@@ -399,15 +417,24 @@ func dumpWhole(ctx context.Context, c *redis.Client, k kind, key string) (string
 	return p, hex.EncodeToString(sum[:]), nil
 }
 
-// canonical is the full state a sketch's DUMP payload holds.
+// canonical is the full state a sketch's DUMP payload holds, as the
+// sketch's own encoder writes it (a Top-K's item pointers, which differ
+// per process, written as zero).
 func canonical(k kind, p []byte) ([]byte, error) {
 	body, err := rdb.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	r := rdb.NewReader(body, uint64(len(p))*1100)
-	if r.Byte() != rdb.TypeModule2 || r.Len() != rdb.ModuleID(k.typeName(), cms.EncodingVer) {
+	if r.Byte() != rdb.TypeModule2 || r.Len() != rdb.ModuleID(k.typeName(), 0) {
 		return nil, fmt.Errorf("not a %s payload", k.typeName())
+	}
+	if k == topkKind {
+		t, err := topk.FromRDB(r, math.MaxUint64)
+		if err != nil {
+			return nil, err
+		}
+		return t.AppendRDB(nil), nil
 	}
 	s, err := cms.FromRDB(r, math.MaxUint64)
 	if err != nil {

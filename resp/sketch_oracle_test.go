@@ -89,3 +89,54 @@ func TestOracleSketchDocs(t *testing.T) {
 		t.Errorf("compared only %d records", compared)
 	}
 }
+
+// TestOracleTopK replays testdata/oracle/topk.jsonl (every TOPK command,
+// arity, argument and key error in RedisBloom's order, the heap's order
+// and ties, decay on a shared counter, INCRBY's bounds, binary and empty
+// items, DUMP/RESTORE, TYPE, MEMORY USAGE, RENAME, EXPIRE, COPY, WATCH and
+// MULTI; RESP2 then RESP3) and the seeded random sessions
+// topk-random-NNN.jsonl, byte for byte. RedisBloom's decay coin is rand():
+// the captures use items that share no counter, or decay 1 (a shared
+// counter always decays), so that its replies do not depend on it.
+func TestOracleTopK(t *testing.T) {
+	files := []string{"topk.jsonl"}
+	more, _ := filepath.Glob(filepath.Join(golden.OracleDir(), "topk-random-*.jsonl"))
+	for _, m := range more {
+		files = append(files, filepath.Base(m))
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			recs, err := golden.LoadOracle(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := newOracleReplay(t)
+			o.run(recs, f)
+			o.report()
+			if n := o.compared[f]; n < len(recs)/2 {
+				t.Errorf("compared only %d of %d records", n, len(recs))
+			}
+		})
+	}
+}
+
+// TestTopKIncrByBadMidway: RedisBloom answers a TOPK.INCRBY whose bad
+// increment is not the last item with a header counting every item and
+// fewer elements, so its client reads the next reply as this one's last
+// element. bfserver adds the items before the bad one, as RedisBloom does,
+// and counts in its header only the elements it sends.
+func TestTopKIncrByBadMidway(t *testing.T) {
+	cl := dial(t, startServer(t, nil))
+	cl.do(t, argv("TOPK.RESERVE", "t", "3", "50", "3", "1"))
+	got := cl.do(t, argv("TOPK.INCRBY", "t", "a", "2", "b", "x", "c", "3"))
+	want := "*2\r\n$-1\r\n-TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000\r\n"
+	if string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := cl.do(t, argv("TOPK.LIST", "t", "WITHCOUNT")); string(got) != "*2\r\n$1\r\na\r\n:2\r\n" {
+		t.Fatalf("after it: %q", got)
+	}
+	if got := cl.do(t, argv("PING")); string(got) != "+PONG\r\n" {
+		t.Fatalf("the next reply: %q", got)
+	}
+}

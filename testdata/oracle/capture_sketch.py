@@ -58,6 +58,50 @@ def cms_payload(w, d, count, cells=None, encver=0, cells_len=None):
     return crc64_payload(body)
 
 
+def murmur2(key, seed):
+    """The 32-bit MurmurHash2 RedisBloom hashes Top-K and CMS rows with."""
+    if isinstance(key, str):
+        key = key.encode()
+    m, M = 0x5bd1e995, 0xffffffff
+    h = (seed ^ len(key)) & M
+    i, n = 0, len(key)
+    while n - i >= 4:
+        k = key[i] | key[i + 1] << 8 | key[i + 2] << 16 | key[i + 3] << 24
+        k = (k * m) & M
+        k ^= k >> 24
+        k = (k * m) & M
+        h = ((h * m) & M) ^ k
+        i += 4
+    rem = n - i
+    if rem == 3:
+        h ^= key[i + 2] << 16
+    if rem >= 2:
+        h ^= key[i + 1] << 8
+    if rem >= 1:
+        h ^= key[i]
+        h = (h * m) & M
+    h ^= h >> 13
+    h = (h * m) & M
+    h ^= h >> 15
+    return h
+
+
+def disjoint(names, width, depth, want):
+    """Items of names no two of which share a Top-K bucket: RedisBloom's
+    decay coin (rand()) is never drawn for them, so replies do not depend on
+    the server's random seed."""
+    used, out = set(), []
+    for n in names:
+        cells = {(i, murmur2(n, i) % width) for i in range(depth)}
+        if used & cells or len(cells) < depth:
+            continue
+        used |= cells
+        out.append(n)
+        if len(out) == want:
+            break
+    return out
+
+
 def both(r, cases):
     """Run the same cases in RESP2 (conn p2) and RESP3 (conn p3)."""
     for proto in (2, 3):
@@ -333,6 +377,191 @@ def area_cms(r):
     both(r, cms_cases)
 
 
+TOPK_INCR_ERR = 'increment must be an integer'
+
+
+def topk_cases(r, conn):
+    """Top-K cases whose replies do not depend on RedisBloom's rand(): items
+    that share no bucket (disjoint), or decay 1, where a colliding count
+    always decays."""
+    def do(*a, **kw):
+        return r.do(*a, conn=conn, **kw)
+    r.section = 'topk.reserve'
+    do('SET', 'str', 'v')
+    do('TOPK.RESERVE')
+    do('TOPK.RESERVE', 't')
+    do('TOPK.RESERVE', 't', '3', '10')
+    do('TOPK.RESERVE', 't', '3', '10', '2')
+    do('TOPK.RESERVE', 't', '3', '10', '2', '0.9', 'x')
+    for a in (['0'], ['-1'], ['x'], ['4294967296'], ['1.5'], [''], ['3', '0', '2', '0.9'], ['3', 'x', '2', '0.9'],
+              ['3', '4294967296', '2', '0.9'], ['3', '10', '0', '0.9'], ['3', '10', '4294967296', '0.9'],
+              ['3', '10', 'x', '0.9'], ['3', '10', '2', '0'], ['3', '10', '2', '1.0000001'], ['3', '10', '2', 'x'],
+              ['3', '10', '2', '-0.5'], ['3', '10', '2', 'nan'], ['3', '10', '2', 'inf'], ['x', 'x', 'x', 'x'],
+              ['1', '4294967295', '4294967295', '0.5'], ['4294967295', '4294967295', '4294967295', '1'],
+              ['3', '10', '2', '']):
+        do('TOPK.RESERVE', 'bad', *a)
+        do('DEL', 'bad')
+    do('TOPK.RESERVE', 'str', '3')
+    do('TOPK.RESERVE', 'str', 'x')
+    do('TOPK.RESERVE', 'dflt', '5')
+    do('TOPK.RESERVE', 'dflt', '5')
+    do('TOPK.RESERVE', 'dflt', 'x', 'y', 'z', 'w')
+    do('TOPK.INFO', 'dflt')
+    do('TOPK.LIST', 'dflt')
+    do('TOPK.LIST', 'dflt', 'WITHCOUNT')
+    for i, dec in enumerate(('0.9', '1', '1.0', '0.5', '0.925', '1e-300', '0.999999999999', '.5', '5e-1', '0.1')):
+        do('TOPK.RESERVE', 'd%d' % i, '2', '3', '1', dec)
+        do('TOPK.INFO', 'd%d' % i)
+    r.section = 'topk.add'
+    do('TOPK.ADD')
+    do('TOPK.ADD', 't')
+    do('TOPK.ADD', 'nokey', 'a')
+    do('TOPK.ADD', 'str', 'a')
+    pool = disjoint(['i%d' % i for i in range(5000)], 1000, 4, 40)
+    do('TOPK.RESERVE', 'w', '5', '1000', '4', '0.9')
+    do('TOPK.ADD', 'w', *pool[:10])
+    do('TOPK.LIST', 'w', 'WITHCOUNT')
+    for n in range(1, 12):
+        do('TOPK.ADD', 'w', *[pool[j] for j in range(n) for _ in range(n)])
+    do('TOPK.LIST', 'w')
+    do('TOPK.LIST', 'w', 'WITHCOUNT')
+    do('TOPK.QUERY', 'w', *pool[:15])
+    do('TOPK.COUNT', 'w', *pool[:15])
+    do('TOPK.ADD', 'w', *([pool[20]] * 30))
+    do('TOPK.LIST', 'w', 'WITHCOUNT')
+    do('TOPK.ADD', 'w', *pool[21:40])
+    do('TOPK.LIST', 'w', 'WITHCOUNT')
+    r.section = 'topk.k1'
+    do('TOPK.RESERVE', 'k1', '1', '1000', '3', '0.9')
+    do('TOPK.ADD', 'k1', 'a', 'b', 'b', 'a', 'a', 'c')
+    do('TOPK.LIST', 'k1', 'WITHCOUNT')
+    do('TOPK.COUNT', 'k1', 'a', 'b', 'c')
+    r.section = 'topk.decay1'
+    # width 1 and decay 1: every other item's add decays the one counter.
+    do('TOPK.RESERVE', 'one', '2', '1', '1', '1')
+    do('TOPK.ADD', 'one', 'a', 'a', 'a', 'b')
+    do('TOPK.LIST', 'one', 'WITHCOUNT')
+    do('TOPK.COUNT', 'one', 'a', 'b')
+    do('TOPK.ADD', 'one', 'b', 'b', 'c')
+    do('TOPK.LIST', 'one', 'WITHCOUNT')
+    do('TOPK.COUNT', 'one', 'a', 'b', 'c')
+    do('TOPK.QUERY', 'one', 'a', 'b', 'c')
+    do('TOPK.RESERVE', 'tiny', '3', '4', '2', '1')
+    for rnd in range(6):
+        do('TOPK.ADD', 'tiny', *['x%d' % ((rnd * 7 + j * 3) % 11) for j in range(9)])
+        do('TOPK.LIST', 'tiny', 'WITHCOUNT')
+    do('TOPK.COUNT', 'tiny', *['x%d' % j for j in range(11)])
+    do('TOPK.QUERY', 'tiny', *['x%d' % j for j in range(11)])
+    r.section = 'topk.incrby'
+    do('TOPK.INCRBY')
+    do('TOPK.INCRBY', 'tiny')
+    do('TOPK.INCRBY', 'tiny', 'a')
+    do('TOPK.INCRBY', 'tiny', 'a', '1', 'b')
+    do('TOPK.INCRBY', 'nokey', 'a', '1')
+    do('TOPK.INCRBY', 'nokey', 'a', 'x')
+    do('TOPK.INCRBY', 'str', 'a', '1')
+    do('TOPK.INCRBY', 'tiny', 'a', '-1')
+    do('TOPK.INCRBY', 'tiny', 'a', 'x')
+    do('TOPK.INCRBY', 'tiny', 'a', '100001')
+    do('TOPK.INCRBY', 'tiny', 'a', '1.5')
+    do('TOPK.INCRBY', 'tiny', 'a', '5', 'b', 'x')
+    do('TOPK.INCRBY', 'tiny', 'a', '100000', 'b', '0', 'zz', '3')
+    do('TOPK.LIST', 'tiny', 'WITHCOUNT')
+    do('TOPK.COUNT', 'tiny', 'a', 'b', 'zz')
+    do('TOPK.RESERVE', 'inc', '4', '100', '3', '1')
+    do('TOPK.INCRBY', 'inc', 'a', '0')
+    do('TOPK.LIST', 'inc', 'WITHCOUNT')
+    do('TOPK.QUERY', 'inc', 'a')
+    do('TOPK.INCRBY', 'inc', 'a', '7', 'b', '3', 'c', '50000', 'd', '1', 'e', '2')
+    do('TOPK.LIST', 'inc', 'WITHCOUNT')
+    do('TOPK.INCRBY', 'inc', 'e', '100000', 'e', '100000')
+    do('TOPK.LIST', 'inc', 'WITHCOUNT')
+    do('TOPK.COUNT', 'inc', 'a', 'b', 'c', 'd', 'e')
+    r.section = 'topk.list'
+    do('TOPK.LIST')
+    do('TOPK.LIST', 'inc', 'WITHCOUNT', 'x')
+    for a in ('WITHCOUNT', 'withcount', 'WithCount', 'w', 'WITH', '', 'WITHCOUNTS', 'x', 'COUNT'):
+        do('TOPK.LIST', 'inc', a)
+    do('TOPK.LIST', 'nokey', 'x')
+    do('TOPK.LIST', 'nokey', 'WITHCOUNT')
+    do('TOPK.LIST', 'str')
+    r.section = 'topk.query-count-info'
+    do('TOPK.QUERY')
+    do('TOPK.QUERY', 'inc')
+    do('TOPK.QUERY', 'nokey', 'a')
+    do('TOPK.QUERY', 'str', 'a')
+    do('TOPK.COUNT', 'inc')
+    do('TOPK.COUNT', 'nokey', 'a')
+    do('TOPK.COUNT', 'str', 'a')
+    do('TOPK.INFO')
+    do('TOPK.INFO', 'inc', 'x')
+    do('TOPK.INFO', 'nokey')
+    do('TOPK.INFO', 'str')
+    r.section = 'topk.items'
+    do('TOPK.RESERVE', 'bin', '4', '500', '3', '0.9')
+    do('TOPK.ADD', 'bin', '', 'a\x00b', 'x' * 300)
+    do('TOPK.LIST', 'bin', 'WITHCOUNT')
+    do('TOPK.QUERY', 'bin', '', 'a\x00b', 'a', 'x' * 300)
+    do('TOPK.COUNT', 'bin', '', 'a\x00b', 'a', 'x' * 300)
+    do('DUMP', 'bin', note='heap item pointers differ per process')
+    r.section = 'keyspace'
+    do('TYPE', 'inc')
+    do('OBJECT', 'ENCODING', 'inc')
+    for key in ('inc', 'w', 'k1', 'one', 'tiny', 'dflt', 'bin', 'd0', 'nokey'):
+        do('MEMORY', 'USAGE', key)
+    do('COPY', 'inc', 'inc2')
+    for key in ('inc', 'w', 'tiny', 'dflt', 'k1'):
+        do('DUMP', key, note='heap item pointers differ per process')
+    dump = r.c(conn).call('DUMP', 'w')[1]
+    do('RESTORE', 'w', '0', dump, volatile=True)
+    do('RESTORE', 'rw', '0', dump, volatile=True, note='the payload holds pointers: compared by the replies after it')
+    do('TOPK.LIST', 'rw', 'WITHCOUNT')
+    do('TOPK.COUNT', 'rw', *pool[:15])
+    do('TOPK.QUERY', 'rw', *pool[:15])
+    do('TOPK.INFO', 'rw')
+    do('TOPK.ADD', 'rw', *pool[:12])
+    do('TOPK.LIST', 'rw', 'WITHCOUNT')
+    dump = r.c(conn).call('DUMP', 'bin')[1]
+    do('RESTORE', 'rbin', '0', dump, volatile=True)
+    do('TOPK.LIST', 'rbin', 'WITHCOUNT')
+    do('TOPK.QUERY', 'rbin', '', 'a\x00b', 'a', 'x' * 300)
+    do('RENAME', 'inc', 'inc3')
+    do('TOPK.LIST', 'inc3', 'WITHCOUNT')
+    do('EXPIRE', 'inc3', '100')
+    do('TTL', 'inc3')
+    do('CMS.QUERY', 'inc3', 'a')
+    do('BF.ADD', 'inc3', 'a')
+    r.section = 'watch'
+    other = conn + 'w'
+    if conn == 'p3':
+        r.hello3(other)
+    for name, change in (('add', ('TOPK.ADD', 'inc3', 'q')),
+                         ('add-missing', ('TOPK.ADD', 'wnokey', 'q')),
+                         ('incrby-bad', ('TOPK.INCRBY', 'inc3', 'q', 'x')),
+                         ('reserve-exists', ('TOPK.RESERVE', 'inc3', '3')),
+                         ('reserve-badarg', ('TOPK.RESERVE', 'inc3', 'x')),
+                         ('list', ('TOPK.LIST', 'inc3')),
+                         ('query', ('TOPK.QUERY', 'inc3', 'a')),
+                         ('count', ('TOPK.COUNT', 'inc3', 'a'))):
+        do('WATCH', 'inc3', 'wnokey', note=name)
+        r.do(*change, conn=other, note=name)
+        do('MULTI', note=name)
+        do('TOPK.INFO', 'inc3', note=name)
+        do('EXEC', note=name)
+    r.section = 'multi'
+    do('MULTI')
+    do('TOPK.ADD', 'inc3', 'm')
+    do('TOPK.INCRBY', 'inc3', 'm', '2')
+    do('TOPK.LIST', 'inc3', 'WITHCOUNT')
+    do('TOPK.INCRBY', 'inc3', 'm', 'x')
+    do('TOPK.ADD', 'nokey', 'm')
+    do('EXEC')
+
+
+def area_topk(r):
+    both(r, topk_cases)
+
+
 def area_sketchdocs(r):
     main = r.c('main')
     names = []
@@ -419,6 +648,64 @@ def cms_random(r, rng, proto, n):
             r.do('SET', 'str', 'v')
 
 
+def topk_random(r, rng, proto, n):
+    """Top-K sessions whose replies do not depend on RedisBloom's rand():
+    each key either has decay 1 (a shared counter always decays) over a
+    small item pool and narrow rows, or decay < 1 over items that share no
+    counter."""
+    if proto == 3:
+        r.hello3('main')
+    r.do('FLUSHALL')
+    keys = {}
+    for i in range(4):
+        k = rng.choice([1, 2, 3, 5, 10, 20])
+        if rng.random() < 0.5:
+            w, d, decay = rng.choice([1, 2, 3, 8, 20]), rng.choice([1, 2, 3, 4]), '1'
+            pool = ['p%d' % j for j in range(rng.randint(3, 30))] + ['', 'z' * 40]
+        else:
+            w, d = rng.choice([200, 500, 2000]), rng.choice([1, 3, 5, 7])
+            decay = rng.choice(['0.9', '0.925', '0.5', '0.99'])
+            pool = disjoint(['q%d-%d' % (i, j) for j in range(20000)], w, d, rng.randint(5, min(60, w // 3)))
+        keys['t%d' % i] = (k, w, d, decay, pool)
+    for name, (k, w, d, decay, pool) in keys.items():
+        r.do('TOPK.RESERVE', name, str(k), str(w), str(d), decay)
+    names = list(keys)
+    for _ in range(n):
+        name = rng.choice(names + ['nokey'])
+        k, w, d, decay, pool = keys.get(name, keys[names[0]])
+        # A skewed draw: a few items come often.
+        def item():
+            return pool[min(int(rng.paretovariate(1.2)) - 1, len(pool) - 1)]
+        op = rng.random()
+        if op < 0.35:
+            r.do('TOPK.ADD', name, *[item() for _ in range(rng.randint(1, 10))])
+        elif op < 0.5:
+            args = []
+            for _ in range(rng.randint(1, 5)):
+                args += [item(), str(rng.choice([0, 1, 2, 5, 10, 100, rng.randint(0, 1000), 100000]))]
+            if rng.random() < 0.05:
+                args[-1] = rng.choice(['x', '-1', '100001'])
+            r.do('TOPK.INCRBY', name, *args)
+        elif op < 0.65:
+            r.do('TOPK.QUERY', name, *[item() for _ in range(rng.randint(1, 6))])
+        elif op < 0.8:
+            r.do('TOPK.COUNT', name, *[item() for _ in range(rng.randint(1, 6))])
+        elif op < 0.92:
+            if rng.random() < 0.5:
+                r.do('TOPK.LIST', name, 'WITHCOUNT')
+            else:
+                r.do('TOPK.LIST', name)
+        elif op < 0.95:
+            r.do('TOPK.INFO', name)
+        elif op < 0.97:
+            r.do('MEMORY', 'USAGE', name)
+        elif op < 0.98:
+            r.do('DUMP', name)
+        elif name in keys:
+            r.do('DEL', name)
+            r.do('TOPK.RESERVE', name, str(k), str(w), str(d), decay)
+
+
 def random_sessions(o, area, fn, count, ncmds, seedbase):
     for i in range(count):
         pid = cap.launch(o.launch, o.port, []) if o.launch else None
@@ -436,8 +723,8 @@ def random_sessions(o, area, fn, count, ncmds, seedbase):
                 time.sleep(0.2)
 
 
-AREAS = {'cms': area_cms, 'sketchdocs': area_sketchdocs}
-RANDOM = {'cms-random': (cms_random, 8, 400, 26000)}
+AREAS = {'cms': area_cms, 'topk': area_topk, 'sketchdocs': area_sketchdocs}
+RANDOM = {'cms-random': (cms_random, 8, 400, 26000), 'topk-random': (topk_random, 8, 400, 26100)}
 
 
 def main():
