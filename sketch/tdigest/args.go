@@ -69,7 +69,10 @@ func ParseLongLong(b []byte) (int64, bool) {
 		}
 	}
 	v, err := strconv.ParseInt(string(b), 10, 64)
-	return v, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return v, true
 }
 
 // ParseDouble is RedisModule_StringToDouble (Redis's string2d over

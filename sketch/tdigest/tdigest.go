@@ -9,9 +9,16 @@ const DefaultCompression = 100
 // RedisBloom's mem_usage.
 const HeaderBytes = 80
 
-// maxCompression is the largest compression td_init takes: 6·c+10 nodes
-// of 8 bytes must fit a size_t (SIZE_MAX/sizeof(double)/6 − 10).
-const maxCompression = math.MaxUint64/8/6 - 10
+// MaxCompression is the largest compression New accepts. td_init refuses
+// what overflows a size_t; beyond that, RedisBloom refuses a compression
+// when calloc cannot give it two arrays of 6·c+10 doubles, which depends
+// on the machine: an x86-64 Linux process has 2^47 bytes of address
+// space, so no machine gives more than that, and the reference machine
+// (23 GiB, no swap, heuristic overcommit) refused from about c = 4.9e8
+// (23 GiB an array) while accepting 4e8. bfserver allocates nodes as they
+// arrive, so it takes every compression some RedisBloom could: arrays up
+// to 2^47 bytes each.
+const MaxCompression = (1<<47/8 - 10) / 6
 
 // Digest is a merging t-digest with RedisBloom's td_histogram_t state:
 // every field RedisBloom keeps, in its C types (cap and the node counts
@@ -35,7 +42,7 @@ type Digest struct {
 
 // New is td_init for a compression given as TDIGEST.CREATE and MERGE do
 // (a long long converted to double); false when td_init refuses it
-// ("allocation failed"). It does not allocate nodes, so a huge
+// ("allocation failed"): above MaxCompression. It does not allocate nodes, so a huge
 // compression costs nothing until values arrive. Capacity is 6·c+10
 // truncated to a C int, as RedisBloom stores it: compressions from
 // 357913940 up wrap to a negative capacity, and such a digest refuses
@@ -49,7 +56,7 @@ func newDigest(c float64) (*Digest, bool) {
 		return nil, false
 	}
 	u := uint64(c)
-	if u > maxCompression {
+	if u > MaxCompression {
 		return nil, false
 	}
 	d := &Digest{compression: c, cap: int32(uint32(6*u + 10))}
