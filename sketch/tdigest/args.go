@@ -281,66 +281,53 @@ func CreateArgs(rest [][]byte) (int64, error) {
 	return ParseCompression(rest[1])
 }
 
-// AddArgs parses TDIGEST.ADD's values: each in turn must parse and not be
-// nan (ErrParseVal), then be finite (ErrValNotFinite). RedisBloom checks
-// the key first.
-func AddArgs(args [][]byte) ([]float64, error) {
+// doubles parses each argument in turn with ParseDouble, failing with
+// errParse, then applies check (nil: none).
+func doubles(args [][]byte, errParse Error, check func(float64) error) ([]float64, error) {
 	out := make([]float64, len(args))
 	for i, a := range args {
 		v, ok := ParseDouble(a)
 		if !ok {
-			return nil, ErrParseVal
+			return nil, errParse
 		}
-		if math.IsInf(v, 0) {
-			return nil, ErrValNotFinite
+		if check != nil {
+			if err := check(v); err != nil {
+				return nil, err
+			}
 		}
 		out[i] = v
 	}
 	return out, nil
+}
+
+// AddArgs parses TDIGEST.ADD's values: each in turn must parse and not be
+// nan (ErrParseVal), then be finite (ErrValNotFinite). RedisBloom checks
+// the key first.
+func AddArgs(args [][]byte) ([]float64, error) {
+	return doubles(args, ErrParseVal, func(v float64) error {
+		if math.IsInf(v, 0) {
+			return ErrValNotFinite
+		}
+		return nil
+	})
 }
 
 // QuantileArgs parses TDIGEST.QUANTILE's fractions: each in turn must
 // parse (ErrParseQuantile) and lie in [0, 1] (ErrQuantileRange).
 func QuantileArgs(args [][]byte) ([]float64, error) {
-	out := make([]float64, len(args))
-	for i, a := range args {
-		v, ok := ParseDouble(a)
-		if !ok {
-			return nil, ErrParseQuantile
-		}
+	return doubles(args, ErrParseQuantile, func(v float64) error {
 		if v < 0 || v > 1 {
-			return nil, ErrQuantileRange
+			return ErrQuantileRange
 		}
-		out[i] = v
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // CDFArgs parses TDIGEST.CDF's values (any double, ±inf included).
-func CDFArgs(args [][]byte) ([]float64, error) {
-	out := make([]float64, len(args))
-	for i, a := range args {
-		v, ok := ParseDouble(a)
-		if !ok {
-			return nil, ErrParseCDF
-		}
-		out[i] = v
-	}
-	return out, nil
-}
+func CDFArgs(args [][]byte) ([]float64, error) { return doubles(args, ErrParseCDF, nil) }
 
 // RankArgs parses TDIGEST.RANK's and REVRANK's values (any double).
-func RankArgs(args [][]byte) ([]float64, error) {
-	out := make([]float64, len(args))
-	for i, a := range args {
-		v, ok := ParseDouble(a)
-		if !ok {
-			return nil, ErrParseValue
-		}
-		out[i] = v
-	}
-	return out, nil
-}
+func RankArgs(args [][]byte) ([]float64, error) { return doubles(args, ErrParseValue, nil) }
 
 // ByRankArgs parses TDIGEST.BYRANK's and BYREVRANK's ranks: each in turn
 // an integer (ErrParseRank), non-negative (ErrRankNegative).

@@ -3,8 +3,6 @@ package tdigest
 import (
 	"bufio"
 	"bytes"
-	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -12,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/bfserver/bfserver/internal/golden"
 )
 
 // TestLiveDifferential runs seeded random sessions against a live
@@ -218,52 +218,13 @@ func dialRESP(t *testing.T, addr string) *respConn {
 
 func (c *respConn) do(t *testing.T, args [][]byte) []byte {
 	t.Helper()
-	var b []byte
-	b = fmt.Appendf(b, "*%d\r\n", len(args))
-	for _, a := range args {
-		b = fmt.Appendf(b, "$%d\r\n", len(a))
-		b = append(append(b, a...), '\r', '\n')
-	}
 	c.c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.c.Write(b); err != nil {
+	if _, err := c.c.Write(golden.Encode(args)); err != nil {
 		t.Fatal(err)
 	}
-	var out []byte
-	if err := c.frame(&out); err != nil {
+	out, err := golden.ReadFrame(c.r)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// frame reads one RESP2/RESP3 reply, appending its bytes to out.
-func (c *respConn) frame(out *[]byte) error {
-	line, err := c.r.ReadBytes('\n')
-	if err != nil {
-		return err
-	}
-	*out = append(*out, line...)
-	body := string(line[1 : len(line)-2])
-	switch line[0] {
-	case '$', '=', '!':
-		n, _ := strconv.Atoi(body)
-		if n < 0 {
-			return nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, buf); err != nil {
-			return err
-		}
-		*out = append(*out, buf...)
-	case '*', '~', '%':
-		n, _ := strconv.Atoi(body)
-		if line[0] == '%' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			if err := c.frame(out); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

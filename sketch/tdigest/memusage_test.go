@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bfserver/bfserver/internal/golden"
 )
 
 // TestMemUsageCapture checks MemUsage against memusage.jsonl: TDIGEST.INFO's
@@ -12,12 +14,12 @@ import (
 // as a Bloom key of the same name (what keyspace.KeyMemoryUsage adds).
 func TestMemUsageCapture(t *testing.T) {
 	recs := readRecords(t, "testdata/memusage.jsonl")
-	integer := func(r record) int64 {
+	integer := func(r golden.Record) int64 {
 		t.Helper()
-		s := strings.TrimSuffix(strings.TrimPrefix(string(r.reply(t)), ":"), "\r\n")
+		s := strings.TrimSuffix(strings.TrimPrefix(string(r.Want()), ":"), "\r\n")
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			t.Fatalf("not an integer reply: %q", r.reply(t))
+			t.Fatalf("not an integer reply: %q", r.Want())
 		}
 		return n
 	}
@@ -26,7 +28,7 @@ func TestMemUsageCapture(t *testing.T) {
 	var bloomUsage int64
 	checked := 0
 	for _, r := range recs {
-		args := r.args(t)
+		args := r.Argv()
 		if len(args) == 0 {
 			continue
 		}
@@ -39,8 +41,8 @@ func TestMemUsageCapture(t *testing.T) {
 			}
 			d, _ = New(c)
 		case cmd == "TDIGEST.INFO":
-			if !strings.Contains(string(r.reply(t)), "Memory usage\r\n:"+strconv.FormatUint(d.MemUsage(), 10)+"\r\n") {
-				t.Errorf("INFO %q: Memory usage is not %d", r.reply(t), d.MemUsage())
+			if !strings.Contains(string(r.Want()), "Memory usage\r\n:"+strconv.FormatUint(d.MemUsage(), 10)+"\r\n") {
+				t.Errorf("INFO %q: Memory usage is not %d", r.Want(), d.MemUsage())
 			}
 			checked++
 		case cmd == "MEMORY" && r.Section == "key-length":
@@ -56,7 +58,7 @@ func TestMemUsageCapture(t *testing.T) {
 			}
 			checked++
 		case cmd == "BF.INFO":
-			s := string(r.reply(t))
+			s := string(r.Want())
 			size, _ := strconv.ParseInt(s[strings.LastIndex(s, ":")+1:len(s)-2], 10, 64)
 			bloomOverhead[string(args[1])] = bloomUsage - size
 		case cmd == "MEMORY":

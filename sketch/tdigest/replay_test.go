@@ -1,18 +1,15 @@
 package tdigest
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bfserver/bfserver/internal/golden"
 	"github.com/bfserver/bfserver/rdb"
 )
 
@@ -24,68 +21,13 @@ import (
 // is also the reference for wiring the package into the command layer:
 // its order of checks is RedisBloom's.
 
-type record struct {
-	Args     []string `json:"args"`
-	ArgsB64  []string `json:"args_b64"`
-	Reply    *string  `json:"reply"`
-	ReplyB64 *string  `json:"reply_b64"`
-	Proto    int      `json:"proto"`
-	Conn     string   `json:"conn"`
-	Volatile bool     `json:"volatile"`
-	Unord    bool     `json:"unordered"`
-	Section  string   `json:"section"`
-	Seed     int64    `json:"seed"`
-}
-
-func (r *record) args(t testing.TB) [][]byte {
-	var out [][]byte
-	for _, a := range r.Args {
-		out = append(out, []byte(a))
-	}
-	for _, a := range r.ArgsB64 {
-		b, err := base64.StdEncoding.DecodeString(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
-func (r *record) reply(t testing.TB) []byte {
-	if r.Reply != nil {
-		return []byte(*r.Reply)
-	}
-	if r.ReplyB64 != nil {
-		b, err := base64.StdEncoding.DecodeString(*r.ReplyB64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	return nil
-}
-
-func readRecords(t testing.TB, path string) []record {
-	f, err := os.Open(path)
+func readRecords(t testing.TB, path string) []golden.Record {
+	t.Helper()
+	recs, err := golden.LoadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return recs
 }
 
 // reply builds RESP replies.
@@ -503,10 +445,10 @@ func replay(t *testing.T, path string) int {
 	s := newRefServer()
 	compared, fails := 0, 0
 	for i, r := range recs {
-		if r.Args == nil && r.ArgsB64 == nil {
-			continue // meta record
+		if !r.IsCommand() {
+			continue
 		}
-		args := r.args(t)
+		args := r.Argv()
 		got, err := s.do(r.Conn, r.Proto, args)
 		if errors.Is(err, errNotModelled) || r.Volatile {
 			continue
@@ -515,7 +457,7 @@ func replay(t *testing.T, path string) int {
 			t.Fatalf("%s:%d: %v", filepath.Base(path), i+1, err)
 		}
 		compared++
-		if want := r.reply(t); !bytes.Equal(got, want) {
+		if want := r.Want(); !bytes.Equal(got, want) {
 			fails++
 			if fails <= 10 {
 				t.Errorf("%s:%d [%s] %s\n got %q\nwant %q", filepath.Base(path), i+1, r.Section,

@@ -160,11 +160,25 @@ func (d *Digest) add(mean float64, weight int64) bool {
 	if mean > d.max {
 		d.max = mean
 	}
+	if len(d.mean) == cap(d.mean) {
+		d.grow(int(pos) + 1)
+	}
 	d.mean = append(d.mean, mean)
 	d.weight = append(d.weight, weight)
 	d.unmerged++
 	d.unmergedWeight = nu
 	return true
+}
+
+// grow makes room for at least n nodes: doubling, but never past the
+// capacity, so a full digest holds what RedisBloom allocates and no more.
+func (d *Digest) grow(n int) {
+	c := min(max(2*cap(d.mean), 16, n), int(d.cap))
+	m := make([]float64, len(d.mean), c)
+	w := make([]int64, len(d.weight), c)
+	copy(m, d.mean)
+	copy(w, d.weight)
+	d.mean, d.weight = m, w
 }
 
 // Compress is td_compress: sort the buffer in with the centroids and
