@@ -218,7 +218,7 @@ func (s *refServer) do(conn string, proto int, args [][]byte) ([]byte, error) {
 		}
 		s.keys[string(args[1])] = v
 		w.simple("OK")
-	case "hello", "expire", "ttl", "memory", "copy", "object", "scan", "command", "acl":
+	case "hello", "expire", "persist", "ttl", "memory", "copy", "object", "scan", "command", "acl":
 		return nil, errNotModelled
 	default:
 		return nil, fmt.Errorf("unexpected command %q", name)

@@ -396,6 +396,12 @@ def transcript(r, conn):
     do('TTL', 'e1')
     do('TDIGEST.RESET', 'e1')
     do('TTL', 'e1')
+    do('TDIGEST.MERGE', 'e1', '1', 'm1')
+    do('TTL', 'e1', note='MERGE sets a new value (RM_ModuleTypeSetValue deletes the key first): no TTL')
+    do('EXPIRE', 'm1', '1000')
+    do('TDIGEST.MERGE', 'e1', '1', 'm1')
+    do('TTL', 'm1', note='a source keeps its TTL')
+    do('PERSIST', 'm1')
     do('DEL', 'e1')
 
     sec('case')
