@@ -37,14 +37,37 @@ const (
 	// ErrWrongType is Redis's WRONGTYPE, which RedisBloom replies for a
 	// key of another type.
 	ErrWrongType Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	// ErrArity stands for Redis's arity error, which names the command:
-	// the caller replies ArityError(name).
-	ErrArity Error = "ERR wrong number of arguments"
 )
 
-// ArityError is the arity error for a command (its lower-case name).
+// ArityError is Redis's arity error for a command (its lower-case name),
+// which RedisModule_WrongArity replies too.
 func ArityError(name string) Error {
 	return Error("ERR wrong number of arguments for '" + name + "' command")
+}
+
+// Arity is the arity each TDIGEST command registers (COMMAND INFO): n
+// arguments exactly, or at least −n when negative, the command's name
+// counted. Redis checks it before the module runs, and when MULTI queues
+// the command (a failure aborts the EXEC); the module's own checks
+// (CheckArity) fail only when the command runs.
+var Arity = map[string]int{
+	"tdigest.create": -2, "tdigest.reset": 2, "tdigest.add": -3, "tdigest.merge": -4,
+	"tdigest.min": 2, "tdigest.max": 2, "tdigest.quantile": -3, "tdigest.cdf": -3,
+	"tdigest.trimmed_mean": 4, "tdigest.rank": -3, "tdigest.revrank": -3,
+	"tdigest.byrank": -3, "tdigest.byrevrank": -3, "tdigest.info": 2,
+}
+
+// CheckArity is every argument count check made before the key is
+// looked at: the registered Arity, then the module's (TDIGEST.CREATE
+// takes 2 or 4 arguments; its others equal the registered ones). name is
+// the lower-case command name, argc counts it. MERGE checks more counts
+// later (ParseMergeArgs).
+func CheckArity(name string, argc int) error {
+	a, ok := Arity[name]
+	if !ok || a >= 0 && argc != a || a < 0 && argc < -a || name == "tdigest.create" && argc != 2 && argc != 4 {
+		return ArityError(name)
+	}
+	return nil
 }
 
 // ParseLongLong is RedisModule_StringToLongLong (Redis's string2ll): an
@@ -263,7 +286,7 @@ func eqFoldUpper(b []byte, upper string) bool {
 
 // CreateArgs checks TDIGEST.CREATE's arguments after the key (none, or
 // two) and returns the compression. RedisBloom checks, in order: the
-// argument count (ErrArity), the key (ErrKeyExists or WRONGTYPE: the
+// argument count (CheckArity), the key (ErrKeyExists or ErrWrongType: the
 // caller, before calling this), then COMPRESSION among the two arguments
 // (ErrWrongKeyword), then the second argument as the value (ParseCompression; RedisBloom
 // reads argv[3] wherever COMPRESSION was), then New (ErrAlloc).
@@ -273,7 +296,7 @@ func CreateArgs(rest [][]byte) (int64, error) {
 		return DefaultCompression, nil
 	case 2:
 	default:
-		return 0, ErrArity
+		return 0, ArityError("tdigest.create")
 	}
 	if argIndex("COMPRESSION", rest) < 0 {
 		return 0, ErrWrongKeyword
@@ -376,11 +399,11 @@ type MergeArgs struct {
 
 // ParseMergeArgs parses TDIGEST.MERGE's arguments after the destination
 // key: numkeys, the source keys (args[1:1+NumKeys]) and the options.
-// RedisBloom's order: the argument count (at least 4 in all), the
-// destination's type (WRONGTYPE, the caller's, before this), numkeys
-// (ErrParseNumkeys, ErrNumkeysRange, then ErrArity when fewer keys than
-// numkeys follow), then the options: when arguments follow the keys,
-// COMPRESSION among them (the first match) needs a value (ErrArity) that
+// RedisBloom's order: the argument count (CheckArity), the destination's
+// type (ErrWrongType, the caller's, before this), numkeys
+// (ErrParseNumkeys, ErrNumkeysRange, then the arity error when fewer keys
+// than numkeys follow), then the options: when arguments follow the keys,
+// COMPRESSION among them (the first match) needs a value (arity error) that
 // ParseCompression accepts; OVERRIDE anywhere among them; neither present
 // is ErrWrongKeyword, and other tokens are ignored. The source keys are
 // checked after all this, in order (ErrKeyMissing, WRONGTYPE; a source
@@ -388,8 +411,9 @@ type MergeArgs struct {
 // exists), then Merge.
 func ParseMergeArgs(args [][]byte) (MergeArgs, error) {
 	var m MergeArgs
+	arity := ArityError("tdigest.merge")
 	if len(args) < 2 {
-		return m, ErrArity
+		return m, arity
 	}
 	n, ok := ParseLongLong(args[0])
 	if !ok {
@@ -399,7 +423,7 @@ func ParseMergeArgs(args [][]byte) (MergeArgs, error) {
 		return m, ErrNumkeysRange
 	}
 	if n > int64(len(args)-1) {
-		return m, ErrArity
+		return m, arity
 	}
 	m.NumKeys = int(n)
 	rest := args[1+n:]
@@ -409,7 +433,7 @@ func ParseMergeArgs(args [][]byte) (MergeArgs, error) {
 	ci := argIndex("COMPRESSION", rest)
 	if ci >= 0 {
 		if ci+1 >= len(rest) {
-			return m, ErrArity
+			return m, arity
 		}
 		c, err := ParseCompression(rest[ci+1])
 		if err != nil {

@@ -48,7 +48,7 @@ func BenchmarkMerge(b *testing.B) {
 	x.AddValues(vals[:100000])
 	y.AddValues(vals[100000:])
 	for b.Loop() {
-		if _, err := Merge(nil, []*Digest{x, y}, 0, false, false); err != nil {
+		if _, err := Merge(nil, []*Digest{x, y}, MergeArgs{}); err != nil {
 			b.Fatal(err)
 		}
 	}

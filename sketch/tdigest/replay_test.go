@@ -76,15 +76,6 @@ func newRefServer() *refServer {
 	return &refServer{keys: map[string]any{}, multi: map[string][][][]byte{}, abort: map[string]bool{}}
 }
 
-// coreArity is the arity RedisBloom 8.8.0 registers (COMMAND INFO):
-// Redis checks it before the module runs (and at MULTI queue time).
-var coreArity = map[string]int{
-	"tdigest.create": -2, "tdigest.reset": 2, "tdigest.add": -3, "tdigest.merge": -4,
-	"tdigest.min": 2, "tdigest.max": 2, "tdigest.quantile": -3, "tdigest.cdf": -3,
-	"tdigest.trimmed_mean": 4, "tdigest.rank": -3, "tdigest.revrank": -3,
-	"tdigest.byrank": -3, "tdigest.byrevrank": -3, "tdigest.info": 2,
-}
-
 // genericArity is Redis's arity of the core commands the captures use.
 var genericArity = map[string]int{
 	"flushall": -1, "set": -3, "del": -2, "exists": -2, "type": 2, "rename": 3, "dump": 2,
@@ -129,7 +120,7 @@ func (s *refServer) do(conn string, proto int, args [][]byte) ([]byte, error) {
 			w.simple("OK")
 			return w.b, nil
 		}
-		if a, ok := coreArity[name]; ok && !arityOK(a, len(args)) {
+		if a, ok := Arity[name]; ok && !arityOK(a, len(args)) {
 			s.abort[conn] = true
 			w.err(ArityError(name))
 			return w.b, nil
@@ -138,9 +129,9 @@ func (s *refServer) do(conn string, proto int, args [][]byte) ([]byte, error) {
 		w.simple("QUEUED")
 		return w.b, nil
 	}
-	if a, ok := coreArity[name]; ok {
-		if !arityOK(a, len(args)) {
-			w.err(ArityError(name))
+	if _, ok := Arity[name]; ok {
+		if err := CheckArity(name, len(args)); err != nil {
+			w.err(err)
 			return w.b, nil
 		}
 		s.tdigest(w, name, args)
@@ -277,16 +268,12 @@ func (s *refServer) digestFor(key []byte) (*Digest, error) {
 	}
 }
 
-// tdigest answers a TDIGEST command that passed the core arity check, in
+// tdigest answers a TDIGEST command that passed CheckArity, in
 // RedisBloom's order of checks.
 func (s *refServer) tdigest(w *reply, name string, args [][]byte) {
 	key := args[1]
 	switch name {
 	case "tdigest.create":
-		if len(args) != 2 && len(args) != 4 {
-			w.err(ArityError(name))
-			return
-		}
 		switch s.keys[string(key)].(type) {
 		case *Digest:
 			w.err(ErrKeyExists)
@@ -406,9 +393,6 @@ func (s *refServer) merge(w *reply, args [][]byte) {
 		return
 	}
 	m, err := ParseMergeArgs(args[2:])
-	if err == ErrArity {
-		err = ArityError("tdigest.merge")
-	}
 	if err != nil {
 		w.err(err)
 		return
@@ -429,7 +413,7 @@ func (s *refServer) merge(w *reply, args [][]byte) {
 			return
 		}
 	}
-	to, err := Merge(dst, srcs, m.Compression, m.HasCompression, m.Override)
+	to, err := Merge(dst, srcs, m)
 	if err != nil {
 		w.err(err)
 		return

@@ -329,10 +329,10 @@ func (d *Digest) mergeInto(into *Digest) bool {
 	return true
 }
 
-// Merge is TDIGEST.MERGE after its keys were looked up: dst is the
-// destination's digest (nil when the key is absent; it may also appear
-// among srcs), compression the COMPRESSION argument when hasCompression.
-// It returns the new destination digest, which replaces dst. The sources
+// Merge is TDIGEST.MERGE after its arguments were parsed (ParseMergeArgs)
+// and its keys looked up: dst is the destination's digest (nil when the
+// key is absent; it may also appear among srcs, in numkeys order). It
+// returns the new destination digest, which replaces dst. The sources
 // are compressed on the way (RedisBloom's td_merge does it), even when
 // Merge fails.
 //
@@ -340,15 +340,16 @@ func (d *Digest) mergeInto(into *Digest) bool {
 // an existing destination's; else the largest of the sources'. An
 // existing destination's own data is merged first unless OVERRIDE, and a
 // failure there is ignored (RedisBloom ignores it).
-func Merge(dst *Digest, srcs []*Digest, compression int64, hasCompression, override bool) (*Digest, error) {
+func Merge(dst *Digest, srcs []*Digest, opts MergeArgs) (*Digest, error) {
 	c := int64(0)
 	useMax := dst == nil
 	if dst != nil {
 		c = cvtt(dst.compression)
 	}
-	if hasCompression {
+	override := opts.Override
+	if opts.HasCompression {
 		useMax = false
-		c = compression
+		c = opts.Compression
 	} else if override {
 		useMax = true
 		c = 0
