@@ -80,8 +80,10 @@ func (d *Digest) Compression() int64 { return cvtt(d.compression) }
 // Size is td_size: merged plus unmerged weight.
 func (d *Digest) Size() int64 { return d.mergedWeight + d.unmergedWeight }
 
-// NeedsCompress reports whether the next query would compress, i.e.
-// whether it changes the digest: false means every query is a pure read.
+// NeedsCompress reports whether a query may change the digest: it holds
+// buffered nodes, which QUANTILE, CDF, TRIMMED_MEAN, and RANK or BYRANK
+// with an argument inside the data compress. False means every query is
+// a pure read that a replica may answer without the log.
 func (d *Digest) NeedsCompress() bool { return d.unmerged != 0 }
 
 // Clone is a deep copy.
