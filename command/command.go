@@ -72,6 +72,13 @@ const (
 	// Level 6: Top-K (TOPK.*, package sketch/topk), argument errors as CMS.
 	TopKReserve Op = 32 // Iter k, Capacity width, Count depth, ErrorRate decay (the proposer's)
 	TopKAdd     Op = 33 // TOPK.ADD, INCRBY: Items, Data their increments (8 bytes each); Iter: the item whose increment is bad (the last of Items), or -1
+	// Level 7: t-digest (TDIGEST.*, package sketch/tdigest), argument
+	// errors as CMS (Field, a TDArg code). Values travel as float64 bits
+	// in Data (Floats), 8 bytes each.
+	TDCreate Op = 34 // Count: the compression
+	TDReset  Op = 35
+	TDAdd    Op = 36 // Data: the values
+	TDMerge  Op = 37 // Key the destination, Keys the sources; Count: COMPRESSION (0: none given); Flag: OVERRIDE
 )
 
 // Read operations: answered from local state, or inside EXEC.
@@ -107,6 +114,20 @@ const (
 	TopKCount  Op = 92
 	TopKList   Op = 93 // Flag: WITHCOUNT
 	TopKInfo   Op = 94
+	// Level 7. The queries that compress a digest's buffer (QUANTILE, CDF,
+	// TRIMMED_MEAN, and RANK or BYRANK with an argument inside the data)
+	// change it: Read answers them only when they would not
+	// (keyspace.ErrNeedsLog otherwise), and the RESP layer then sends them
+	// through the log, where Apply compresses and answers on every
+	// replica alike. DUMP of a digest with a buffer does the same.
+	TDMin         Op = 95
+	TDMax         Op = 96
+	TDInfo        Op = 97
+	TDQuantile    Op = 98  // Data: the fractions
+	TDCDF         Op = 99  // Data: the values
+	TDTrimmedMean Op = 100 // Data: the low and high cuts
+	TDRank        Op = 101 // Data: the values; Flag: REVRANK
+	TDByRank      Op = 102 // Data: the ranks (Int64s); Flag: BYREVRANK
 )
 
 // IsWrite reports whether the op changes state and so must enter the log.

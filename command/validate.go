@@ -44,7 +44,7 @@ const (
 // that introduced it; an entry whose commands need a higher level names it
 // in its header, so a node that is too old stops before applying it and
 // says what it needs, instead of applying part of it.
-const Level = 6
+const Level = 7
 
 // opLevel is the level of each op; 0: not known to this build. An array,
 // not a map: Validate runs for every command, in Apply too.
@@ -71,6 +71,10 @@ var opLevel = [256]uint8{
 
 	// Level 6.
 	TopKReserve: 6, TopKAdd: 6, TopKQuery: 6, TopKCount: 6, TopKList: 6, TopKInfo: 6,
+
+	// Level 7.
+	TDCreate: 7, TDReset: 7, TDAdd: 7, TDMerge: 7, TDMin: 7, TDMax: 7, TDInfo: 7, TDQuantile: 7,
+	TDCDF: 7, TDTrimmedMean: 7, TDRank: 7, TDByRank: 7,
 }
 
 // Known reports whether this build knows the op.
@@ -165,6 +169,8 @@ func Validate(c *Cmd) error {
 		}
 	case CMSInit, CMSIncrBy, CMSMerge, TopKReserve, TopKAdd:
 		return sketchParams(c)
+	case TDCreate, TDReset, TDAdd, TDMerge, TDMin, TDMax, TDInfo, TDQuantile, TDCDF, TDTrimmedMean, TDRank, TDByRank:
+		return tdigestParams(c)
 	case CMSQuery, TopKQuery, TopKCount:
 		return atLeastOne(c, c.Items)
 	case BFExists, CFExists:

@@ -101,4 +101,14 @@ var (
 	ErrTopKDecay     = newError(48, "topk decay")     // TopK: invalid decay value. must be '<= 1' & '> 0'
 	ErrTopKNoMemory  = newError(49, "topk no memory") // ERR Insufficient memory to create topk data structure
 	ErrTopKIncrement = newError(50, "topk increment") // TopK: increment must be an integer greater or equal to 0 … 100,000
+
+	// ErrNeedsLog: Read refuses a t-digest query (or a DUMP of a digest)
+	// that would compress the digest's buffer, which changes it: the
+	// caller sends the command through the log instead, where Apply
+	// answers it on every replica alike. It never reaches a client.
+	ErrNeedsLog = newError(51, "needs the log")
 )
+
+// The t-digest's errors (TDIGEST.*) are RedisBloom's words, the
+// tdigest.Error strings themselves: TDigestErrors lists them (codes from
+// 52, tdigest.go).

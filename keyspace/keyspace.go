@@ -25,9 +25,10 @@ const (
 	KindBloom
 	KindCuckoo
 	KindString
-	KindWindow // a sliding-window filter (BFX.W*, bfserver's own)
-	KindCMS    // a Count-Min Sketch (CMS.*; sketches.go)
-	KindTopK   // a Top-K (TOPK.*; sketches.go)
+	KindWindow  // a sliding-window filter (BFX.W*, bfserver's own)
+	KindCMS     // a Count-Min Sketch (CMS.*; sketches.go)
+	KindTopK    // a Top-K (TOPK.*; sketches.go)
+	KindTDigest // a t-digest (TDIGEST.*; sketches.go, tdigest.go)
 )
 
 // TypeName is the TYPE reply for a kind.
@@ -453,6 +454,17 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return k.topkReserve(c)
 	case command.TopKAdd:
 		return k.topkAdd(c)
+	case command.TDCreate:
+		return k.tdCreate(c)
+	case command.TDReset, command.TDAdd:
+		return k.tdWrite(c)
+	case command.TDMerge:
+		return k.tdMerge(c)
+	case command.TDMin, command.TDMax, command.TDInfo, command.TDQuantile, command.TDCDF,
+		command.TDTrimmedMean, command.TDRank, command.TDByRank:
+		return k.tdQuery(c, true)
+	case command.Dump:
+		return k.applyDump(c)
 	case command.Restore:
 		return k.restore(c)
 	case command.Copy:

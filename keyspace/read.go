@@ -72,6 +72,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		return k.readCMS(c)
 	case command.TopKQuery, command.TopKCount, command.TopKList, command.TopKInfo:
 		return k.readTopK(c)
+	case command.TDMin, command.TDMax, command.TDInfo, command.TDQuantile, command.TDCDF,
+		command.TDTrimmedMean, command.TDRank, command.TDByRank:
+		return k.tdQuery(c, false)
 	case command.BFExists, command.CFExists, command.CFCount:
 		var r Result
 		k.ReadInto(c, &r)
@@ -218,6 +221,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v == nil {
 			return Result{Null: true}
 		}
+		if dumpWrites(v) {
+			return Result{Err: ErrNeedsLog}
+		}
 		return Result{Bytes: EncodeDump(v)}
 	}
 	return Result{Err: ErrInvalidCommand}
@@ -236,7 +242,7 @@ func MemoryUsage(v *Value) uint64 {
 	case KindString:
 		return uint64(len(v.Str()))
 	}
-	return v.Sketch().MemUsage()
+	return v.Sketch().Bytes()
 }
 
 func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {

@@ -9,7 +9,7 @@ import (
 )
 
 // A sketch is a key type of RedisBloom's whose whole state is one value
-// (CMS, Top-K; the t-digest slots in the same way): it changes under its
+// (CMS, Top-K, t-digest): it changes under its
 // own lock, beside concurrent reads, and is stored whole: the image keeps
 // it as its metadata (Marshal; each flush that finds it changed rewrites
 // it), DUMP writes RedisBloom's module encoding (AppendRDB) and RESTORE
@@ -82,6 +82,23 @@ func (s *Sketch) Marshal() []byte {
 func (s *Sketch) MemUsage() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.s.MemUsage()
+}
+
+// footprinter is a sketch that allocates as it fills (the t-digest's
+// nodes): its Footprint, not RedisBloom's mem_usage (which counts every
+// node from creation, and wraps for huge compressions), is what it holds.
+type footprinter interface{ Footprint() uint64 }
+
+// Bytes is the memory the sketch holds, for the keyspace's total (the
+// memory cap, INFO): its Footprint when it grows as it fills, else its
+// mem_usage.
+func (s *Sketch) Bytes() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if f, ok := s.s.(footprinter); ok {
+		return f.Footprint()
+	}
 	return s.s.MemUsage()
 }
 

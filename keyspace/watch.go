@@ -141,7 +141,8 @@ func opensKey(op command.Op) bool {
 	case command.BFReserve, command.BFAdd, command.BFLoadChunk, command.CFReserve,
 		command.CFAdd, command.CFDel, command.CFCompact, command.CFLoadChunk,
 		command.BFLoadPart, command.CFLoadPart,
-		command.CMSInit, command.CMSIncrBy, command.CMSMerge, command.TopKReserve, command.TopKAdd:
+		command.CMSInit, command.CMSIncrBy, command.CMSMerge, command.TopKReserve, command.TopKAdd,
+		command.TDCreate, command.TDReset, command.TDAdd:
 		return true
 	}
 	return false

@@ -39,13 +39,16 @@ type commandInfo struct {
 	keySpecs          []keySpec
 }
 
-// keySpec is a key specification: begin_search by index, find_keys by range
-// (the only kinds the commands here use).
+// keySpec is a key specification: begin_search by index, find_keys by
+// range or, with keyNum, by a count of keys (TDIGEST.MERGE's sources:
+// the count at index+keyNumIdx, the first key at index+firstKey).
 type keySpec struct {
 	notes                   string
 	flags                   []string
 	index                   int
 	lastKey, keyStep, limit int
+	keyNum                  bool
+	keyNumIdx, firstKey     int
 }
 
 // windowArgs is a window: COUNT n, or EX seconds / PX milliseconds with
@@ -362,6 +365,18 @@ func (sp *spec) writeInfo(w *Writer, full string) {
 		w.BulkString("find_keys")
 		w.Map(2)
 		w.BulkString("type")
+		if ks.keyNum {
+			w.BulkString("keynum")
+			w.BulkString("spec")
+			w.Map(3)
+			w.BulkString("keynumidx")
+			w.Int(int64(ks.keyNumIdx))
+			w.BulkString("firstkey")
+			w.Int(int64(ks.firstKey))
+			w.BulkString("keystep")
+			w.Int(int64(ks.keyStep))
+			continue
+		}
 		w.BulkString("range")
 		w.BulkString("spec")
 		w.Map(3)

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -348,18 +349,7 @@ func cmdExec(s *session, a [][]byte) {
 	var results []keyspace.Result
 	var err error
 	aborted := false
-	if anyWrite {
-		if watch != nil {
-			cmds = append([]*command.Cmd{watch}, cmds...)
-		}
-		results, err = s.write(cmds)
-		if err == nil && watch != nil {
-			// An invalid check (never one this node built) left the
-			// transaction out too: say so rather than "touched".
-			aborted, err = results[0].Int != 0, results[0].Err
-			results = results[1:]
-		}
-	} else if len(cmds) > 0 || watch != nil {
+	if !anyWrite && (len(cmds) > 0 || watch != nil) {
 		var rerr error
 		err = s.leasedRead(func() {
 			aborted, rerr, results = false, nil, results[:0]
@@ -374,6 +364,25 @@ func cmdExec(s *session, a [][]byte) {
 		})
 		if err == nil {
 			err = rerr
+		}
+		// A read that would change state (a t-digest query that
+		// compresses) makes the whole transaction go through the log,
+		// read at one point of it as before: the reads above changed
+		// nothing.
+		anyWrite = err == nil && !aborted && slices.ContainsFunc(results, func(r keyspace.Result) bool {
+			return r.Err == keyspace.ErrNeedsLog
+		})
+	}
+	if anyWrite {
+		if watch != nil {
+			cmds = append([]*command.Cmd{watch}, cmds...)
+		}
+		results, err = s.write(cmds)
+		if err == nil && watch != nil {
+			// An invalid check (never one this node built) left the
+			// transaction out too: say so rather than "touched".
+			aborted, err = results[0].Int != 0, results[0].Err
+			results = results[1:]
 		}
 	}
 	if err != nil {

@@ -102,6 +102,8 @@ var wireErrors = map[error]string{
 	keyspace.ErrTopKDecay:        "TopK: invalid decay value. must be '<= 1' & '> 0'",
 	keyspace.ErrTopKNoMemory:     "ERR Insufficient memory to create topk data structure",
 	keyspace.ErrTopKIncrement:    msgTopKIncrement,
+	// Never a client's: the session sends the command through the log.
+	keyspace.ErrNeedsLog: "ERR internal: the command must go through the log",
 
 	command.ErrNoLeader:       "CLUSTERDOWN no leader is known; the cluster cannot serve this command now",
 	command.ErrNotAccepted:    "CLUSTERDOWN the log did not accept the write in time; it was not applied",
@@ -109,6 +111,14 @@ var wireErrors = map[error]string{
 	command.ErrLogTimeout:     msgUnknownPrefix + command.ErrLogTimeout.Error(),
 	command.ErrConnLost:       msgUnknownPrefix + command.ErrConnLost.Error(),
 	command.ErrReadTimeout:    "TRYAGAIN " + command.ErrReadTimeout.Error(),
+}
+
+// The t-digest's errors are RedisBloom's words as package tdigest holds
+// them.
+func init() {
+	for e, msg := range keyspace.TDigestErrors() {
+		wireErrors[e] = msg
+	}
 }
 
 func wireError(err error) string {

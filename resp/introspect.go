@@ -181,8 +181,9 @@ func cmdGetKeys(s *session, args [][]byte, withFlags bool) {
 }
 
 // keyPositions finds a command's keys from its key specs, as Redis's
-// getKeysUsingKeySpecs does for begin_search index / find_keys range specs.
-// A spec that does not fit the arguments makes the whole answer empty.
+// getKeysUsingKeySpecs does for begin_search index / find_keys range or
+// keynum specs. A spec that does not fit the arguments makes the whole
+// answer empty.
 func keyPositions(full string, in *commandInfo, args [][]byte) ([]int, [][]string) {
 	var pos []int
 	var flags [][]string
@@ -191,6 +192,17 @@ func keyPositions(full string, in *commandInfo, args [][]byte) ([]int, [][]strin
 		first := ks.index
 		var last int
 		switch {
+		case ks.keyNum:
+			at := first + ks.keyNumIdx
+			if at >= argc {
+				return nil, nil
+			}
+			n, ok := parseLL(args[at])
+			if !ok || n < 0 || n > int64(argc) {
+				return nil, nil
+			}
+			first += ks.firstKey
+			last = first + int(n) - 1
 		case ks.lastKey >= 0:
 			last = first + ks.lastKey
 		case ks.limit == 0:

@@ -5,32 +5,14 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
 // parseLL is Redis's string2ll: optional '-', no '+', no leading zeros, no
-// spaces, within int64.
-func parseLL(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	p := b
-	if p[0] == '-' {
-		p = p[1:]
-	}
-	if len(p) == 0 || p[0] < '1' || p[0] > '9' {
-		return 0, false
-	}
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	return v, err == nil
-}
+// spaces, within int64. One implementation serves the RESP layer and the
+// t-digest's argument checks: tdigest.ParseLongLong.
+func parseLL(b []byte) (int64, bool) { return tdigest.ParseLongLong(b) }
 
 // parseFloat is RedisModule_StringToDouble: strtod over the whole string,
 // no leading space, NaN refused.

@@ -358,18 +358,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		return
 	}
 	if c.Op.IsWrite() {
-		// The parser reuses its argument slice for the next command; a
-		// command that waits in the batch keeps its own copy of the list
-		// (the bytes themselves stay put until the batch is answered).
-		// Appending to an arena never moves what earlier commands point
-		// at: a grown arena is a new array, and the old one stays as it
-		// was for them.
-		c.Items, c.Keys = s.keepList(c.Items), s.keepList(c.Keys)
-		s.cmdArena = append(s.cmdArena, *c)
-		pc := &s.cmdArena[len(s.cmdArena)-1]
-		s.pending = append(s.pending, pc)
-		s.pendSpec = append(s.pendSpec, sp)
-		s.adm.pendArgs = append(s.adm.pendArgs, s.keepList(args))
+		s.queueWrite(sp, c, args)
 		return
 	}
 	s.flushPending()
@@ -377,6 +366,13 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	if err := s.leasedRead(func() { s.srv.backend.State().ReadInto(c, &s.readRes) }); err != nil {
 		s.w.Error(wireError(err))
 		s.account(sp, args, from)
+		return
+	}
+	if s.readRes.Err == keyspace.ErrNeedsLog {
+		// A t-digest query (or DUMP) that would compress the digest's
+		// buffer changes it: it takes the log's order like a write, and
+		// every replica applies the same compression (CONSISTENCY.md).
+		s.queueWrite(sp, c, args)
 		return
 	}
 	s.countLookups(c, &s.readRes)
@@ -389,6 +385,21 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	}
 	s.renderResult(sp, c, &s.readRes)
 	s.account(sp, args, from)
+}
+
+// queueWrite adds a command to the batch of writes the next flushPending
+// sends to the log. The parser reuses its argument slice for the next
+// command; a command that waits in the batch keeps its own copy of the
+// list (the bytes themselves stay put until the batch is answered).
+// Appending to an arena never moves what earlier commands point at: a
+// grown arena is a new array, and the old one stays as it was for them.
+func (s *session) queueWrite(sp *spec, c *command.Cmd, args [][]byte) {
+	c.Items, c.Keys = s.keepList(c.Items), s.keepList(c.Keys)
+	s.cmdArena = append(s.cmdArena, *c)
+	pc := &s.cmdArena[len(s.cmdArena)-1]
+	s.pending = append(s.pending, pc)
+	s.pendSpec = append(s.pendSpec, sp)
+	s.adm.pendArgs = append(s.adm.pendArgs, s.keepList(args))
 }
 
 // prepare turns a command's arguments into the typed command the keyspace

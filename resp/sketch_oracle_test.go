@@ -140,3 +140,38 @@ func TestTopKIncrByBadMidway(t *testing.T) {
 		t.Fatalf("the next reply: %q", got)
 	}
 }
+
+// TestOracleTDigest replays, byte for byte through the server, the
+// t-digest's captures of RedisBloom 8.8.0: sketch/tdigest/testdata's
+// transcript (every command, option and error in RESP2 and RESP3, DUMP
+// and RESTORE, TTLs, MULTI), its 8 random sessions (queries that compress
+// and DUMPs among ADDs, MERGEs and RESETs) and its 50 000-value streams;
+// and testdata/oracle/tdigest.jsonl (WATCH against every command,
+// compressing reads inside MULTI, other types, RESTORE with a TTL).
+// Queries that compress go through the log here: the replies must be
+// RedisBloom's all the same.
+func TestOracleTDigest(t *testing.T) {
+	own := filepath.Join("..", "sketch", "tdigest", "testdata")
+	files := []string{filepath.Join(golden.OracleDir(), "tdigest.jsonl"), filepath.Join(own, "transcript.jsonl"),
+		filepath.Join(own, "stream.jsonl")}
+	more, _ := filepath.Glob(filepath.Join(own, "random-*.jsonl"))
+	files = append(files, more...)
+	if len(files) < 11 {
+		t.Fatalf("only %d capture files", len(files))
+	}
+	for _, path := range files {
+		f := filepath.Base(path)
+		t.Run(f, func(t *testing.T) {
+			recs, err := golden.LoadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := newOracleReplay(t)
+			o.run(recs, f)
+			o.report()
+			if n := o.compared[f]; n < len(recs)/2 {
+				t.Errorf("compared only %d of %d records", n, len(recs))
+			}
+		})
+	}
+}

@@ -243,6 +243,20 @@ func emitInfo(name string, e node) {
 							typ = want(v, '$').s
 							return
 						}
+						if typ == "keynum" {
+							p("keyNum: true, ")
+							fields(v, []string{"keynumidx", "firstkey", "keystep"}, func(key string, v node) {
+								switch key {
+								case "keynumidx":
+									p("keyNumIdx: %d, ", want(v, ':').n)
+								case "firstkey":
+									p("firstKey: %d, ", want(v, ':').n)
+								case "keystep":
+									p("keyStep: %d, ", want(v, ':').n)
+								}
+							})
+							return
+						}
 						if typ != "range" {
 							log.Fatalf("%s: find_keys %q not supported", name, typ)
 						}

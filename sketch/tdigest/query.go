@@ -288,6 +288,22 @@ func (d *Digest) Ranks(vals []float64, reverse bool) []int64 {
 	return out
 }
 
+// RanksCompress reports whether Ranks(vals, …) would change the digest:
+// it holds buffered nodes and some value lies within [min, max] (the
+// only case that reaches td_cdf, which compresses). When false, Ranks is
+// a pure read.
+func (d *Digest) RanksCompress(vals []float64) bool {
+	if !d.NeedsCompress() || d.Size() == 0 {
+		return false
+	}
+	for _, v := range vals {
+		if !(v < d.min) && !(v > d.max) {
+			return true
+		}
+	}
+	return false
+}
+
 // halfRoundDown is rm_tdigest's _halfRoundDown: round half towards zero.
 func halfRoundDown(f float64) float64 {
 	ip, frac := cModf(f)
@@ -339,6 +355,23 @@ func (d *Digest) ByRanks(ranks []int64, reverse bool) []float64 {
 		}
 	}
 	return out
+}
+
+// ByRanksCompress reports whether ByRanks(ranks, …) would change the
+// digest: it holds buffered nodes and some rank lies in (0, count) (the
+// only case that reaches td_quantile, which compresses). When false,
+// ByRanks is a pure read.
+func (d *Digest) ByRanksCompress(ranks []int64) bool {
+	size := float64(d.Size())
+	if !d.NeedsCompress() || size == 0 {
+		return false
+	}
+	for _, rk := range ranks {
+		if r := float64(rk); r != 0 && !(r >= size) {
+			return true
+		}
+	}
+	return false
 }
 
 // TrimmedMean is TDIGEST.TRIMMED_MEAN over cuts already checked
@@ -422,6 +455,42 @@ func (d *Digest) MemUsage() uint64 {
 
 // Footprint is the memory this Digest actually holds (its nodes grow on
 // demand), for bfserver's own accounting.
-func (d *Digest) Footprint() uint64 {
-	return 128 + uint64(cap(d.mean))*8 + uint64(cap(d.weight))*8
+func (d *Digest) Footprint() uint64 { return footprintOf(cap(d.mean)) }
+
+func footprintOf(nodes int) uint64 { return 128 + 16*uint64(nodes) }
+
+// growCap is the node arrays' capacity once grown from have to hold need
+// nodes, as grow does it (doubling, at least 16, never past capacity).
+func growCap(have, need int, capacity int32) int {
+	c := have
+	for c < need && c < int(capacity) {
+		c = min(max(2*c, 16, c+1), int(capacity))
+	}
+	return c
+}
+
+// FootprintAfterAdd bounds Footprint after AddValues of n values (a
+// compress on the way only lowers it), so a byte cap can refuse an ADD
+// before it changes anything.
+func (d *Digest) FootprintAfterAdd(n int) uint64 {
+	need := min(len(d.mean)+n, int(max(d.cap, 0)))
+	return footprintOf(growCap(cap(d.mean), need, d.cap))
+}
+
+// MergeFootprint bounds the Footprint of Merge's result for the same
+// arguments, computed before Merge changes anything.
+func MergeFootprint(dst *Digest, srcs []*Digest, opts MergeArgs) uint64 {
+	c := mergeCompression(dst, srcs, opts)
+	if c < 0 || c > MaxCompression {
+		return footprintOf(0) // New refuses it: nothing is allocated
+	}
+	n := 0
+	if dst != nil && !opts.Override {
+		n += len(dst.mean)
+	}
+	for _, s := range srcs {
+		n += len(s.mean)
+	}
+	capacity := capacityOf(uint64(c))
+	return footprintOf(growCap(0, min(n, int(max(capacity, 0))), capacity))
 }

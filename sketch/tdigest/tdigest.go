@@ -59,10 +59,13 @@ func newDigest(c float64) (*Digest, bool) {
 	if u > MaxCompression {
 		return nil, false
 	}
-	d := &Digest{compression: c, cap: int32(uint32(6*u + 10))}
+	d := &Digest{compression: c, cap: capacityOf(u)}
 	d.Reset()
 	return d, true
 }
+
+// capacityOf is td_init's capacity, 6·c+10 stored in a C int.
+func capacityOf(c uint64) int32 { return int32(uint32(6*c + 10)) }
 
 // Reset is TDIGEST.RESET (td_reset): empty, compression kept.
 func (d *Digest) Reset() {
@@ -343,6 +346,23 @@ func (d *Digest) mergeInto(into *Digest) bool {
 // existing destination's own data is merged first unless OVERRIDE, and a
 // failure there is ignored (RedisBloom ignores it).
 func Merge(dst *Digest, srcs []*Digest, opts MergeArgs) (*Digest, error) {
+	to, ok := New(mergeCompression(dst, srcs, opts))
+	if !ok {
+		return nil, ErrMergeAlloc
+	}
+	if dst != nil && !opts.Override {
+		dst.mergeInto(to)
+	}
+	for _, s := range srcs {
+		if !s.mergeInto(to) {
+			return nil, ErrOverflow
+		}
+	}
+	return to, nil
+}
+
+// mergeCompression is the compression Merge gives the new destination.
+func mergeCompression(dst *Digest, srcs []*Digest, opts MergeArgs) int64 {
 	c := int64(0)
 	useMax := dst == nil
 	if dst != nil {
@@ -363,17 +383,5 @@ func Merge(dst *Digest, srcs []*Digest, opts MergeArgs) (*Digest, error) {
 			}
 		}
 	}
-	to, ok := New(c)
-	if !ok {
-		return nil, ErrMergeAlloc
-	}
-	if dst != nil && !override {
-		dst.mergeInto(to)
-	}
-	for _, s := range srcs {
-		if !s.mergeInto(to) {
-			return nil, ErrOverflow
-		}
-	}
-	return to, nil
+	return c
 }

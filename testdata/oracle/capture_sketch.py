@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Capture RedisBloom 8.8.0's Count-Min Sketch (CMS.*) and Top-K (TOPK.*) replies.
+"""Capture RedisBloom 8.8.0's Count-Min Sketch (CMS.*), Top-K (TOPK.*) and
+t-digest (TDIGEST.*, beside sketch/tdigest/testdata's own captures) replies.
 
 Standard library only; reuses capture.py's client and Recorder. Each area runs
 on a fresh server (--launch starts one per area on --port and kills it by PID).
@@ -7,8 +8,8 @@ on a fresh server (--launch starts one per area on --port and kills it by PID).
     python3 capture_sketch.py --launch /work/shared/anchors/start-redisbloom \
         --port 7520 --out . [area ...]
 
-Areas: cms (hand-written transcript, RESP2 then RESP3), cms-random (seeded
-random sessions), sketchdocs (COMMAND DOCS/INFO/GETKEYS and ACL CAT of the
+Areas: cms, topk, tdigest (hand-written transcripts, RESP2 then RESP3),
+cms-random, topk-random (seeded random sessions), sketchdocs (COMMAND DOCS/INFO/GETKEYS and ACL CAT of the
 sketch commands). Output: <area>.jsonl, or cms-random-NNN.jsonl per session.
 """
 import argparse
@@ -562,10 +563,145 @@ def area_topk(r):
     both(r, topk_cases)
 
 
+def tdigest_cases(r, conn):
+    """What sketch/tdigest's own transcript leaves to the wiring: WATCH
+    against every command (which ones touch the key), compressing reads
+    inside MULTI, other types' commands on a digest and the t-digest's on
+    other types, RESTORE with a TTL and REPLACE, RENAME and EXPIRE."""
+    def do(*a, **kw):
+        return r.do(*a, conn=conn, **kw)
+    r.section = 'tdigest.setup'
+    do('SET', 'str', 'v')
+    do('TDIGEST.CREATE', 'd', 'COMPRESSION', '10')
+    do('TDIGEST.ADD', 'd', *[str(x) for x in range(1, 41)])
+    do('TDIGEST.INFO', 'd')
+    r.section = 'watch'
+    other = conn + 'w'
+    if conn == 'p3':
+        r.hello3(other)
+
+    def fresh():
+        do('DEL', 'w', 'src', 'wd')
+        do('TDIGEST.CREATE', 'w', 'COMPRESSION', '10')
+        do('TDIGEST.ADD', 'w', '1', '2', '3', '4', '5')
+        do('TDIGEST.CREATE', 'src')
+        do('TDIGEST.ADD', 'src', '7', '8')
+    for name, change, watched in (
+            ('create', ('TDIGEST.CREATE', 'wnew'), 'wnew'),
+            ('create-exists', ('TDIGEST.CREATE', 'w'), 'w'),
+            ('create-badarg', ('TDIGEST.CREATE', 'w', 'COMPRESSION', 'x'), 'w'),
+            ('create-badarg-missing', ('TDIGEST.CREATE', 'wnew', 'COMPRESSION', 'x'), 'wnew'),
+            ('create-wrongtype', ('TDIGEST.CREATE', 'str'), 'str'),
+            ('reset', ('TDIGEST.RESET', 'w'), 'w'),
+            ('reset-missing', ('TDIGEST.RESET', 'wnew'), 'wnew'),
+            ('add', ('TDIGEST.ADD', 'w', '9'), 'w'),
+            ('add-bad', ('TDIGEST.ADD', 'w', 'x'), 'w'),
+            ('add-inf', ('TDIGEST.ADD', 'w', 'inf'), 'w'),
+            ('add-missing', ('TDIGEST.ADD', 'wnew', '1'), 'wnew'),
+            ('add-wrongtype', ('TDIGEST.ADD', 'str', '1'), 'str'),
+            ('merge-into', ('TDIGEST.MERGE', 'w', '1', 'src'), 'w'),
+            ('merge-new', ('TDIGEST.MERGE', 'wd', '1', 'src'), 'wd'),
+            ('merge-source', ('TDIGEST.MERGE', 'wd', '1', 'w'), 'w'),
+            ('merge-missing-source', ('TDIGEST.MERGE', 'w', '1', 'nosuch'), 'w'),
+            ('merge-badarg', ('TDIGEST.MERGE', 'w', 'x', 'src'), 'w'),
+            ('merge-override', ('TDIGEST.MERGE', 'w', '1', 'src', 'OVERRIDE'), 'w'),
+            ('quantile', ('TDIGEST.QUANTILE', 'w', '0.5'), 'w'),
+            ('cdf', ('TDIGEST.CDF', 'w', '3'), 'w'),
+            ('trimmed-mean', ('TDIGEST.TRIMMED_MEAN', 'w', '0.1', '0.9'), 'w'),
+            ('rank', ('TDIGEST.RANK', 'w', '3'), 'w'),
+            ('byrank', ('TDIGEST.BYRANK', 'w', '2'), 'w'),
+            ('min', ('TDIGEST.MIN', 'w'), 'w'),
+            ('info', ('TDIGEST.INFO', 'w'), 'w'),
+            ('dump', ('DUMP', 'w'), 'w')):
+        fresh()
+        do('WATCH', watched, note=name)
+        r.do(*change, conn=other, note=name)
+        do('MULTI', note=name)
+        do('TDIGEST.INFO', 'w', note=name)
+        do('EXEC', note=name)
+        do('DEL', 'wnew')
+    r.section = 'multi'
+    fresh()
+    do('MULTI')
+    do('TDIGEST.INFO', 'w')
+    do('TDIGEST.QUANTILE', 'w', '0.5')
+    do('TDIGEST.INFO', 'w')
+    do('EXEC')
+    fresh()
+    do('MULTI')
+    do('TDIGEST.ADD', 'w', '10', '11')
+    do('TDIGEST.RANK', 'w', '100', '-100')
+    do('TDIGEST.INFO', 'w')
+    do('TDIGEST.BYRANK', 'w', '0', '3', '100')
+    do('TDIGEST.INFO', 'w')
+    do('TDIGEST.CDF', 'w', 'x')
+    do('TDIGEST.MERGE', 'w', '1', 'nosuch')
+    do('DUMP', 'nosuch')
+    do('EXEC')
+    fresh()
+    do('MULTI')
+    do('TDIGEST.CREATE', 'w')
+    do('TDIGEST.MIN', 'w')
+    do('TDIGEST.MAX', 'w')
+    do('EXEC')
+    r.section = 'types'
+    do('BF.ADD', 'd', 'x')
+    do('CF.ADD', 'd', 'x')
+    do('CMS.INCRBY', 'd', 'x', '1')
+    do('TOPK.ADD', 'd', 'x')
+    do('BF.EXISTS', 'd', 'x')
+    do('GET', 'd')
+    do('BF.RESERVE', 'b', '0.01', '100')
+    do('CMS.INITBYDIM', 'c', '10', '2')
+    for k in ('b', 'c', 'str'):
+        do('TDIGEST.INFO', k)
+        do('TDIGEST.MIN', k)
+        do('TDIGEST.QUANTILE', k, '0.5')
+        do('TDIGEST.QUANTILE', k, 'x')
+        do('TDIGEST.MERGE', 'd', '1', k)
+        do('TDIGEST.MERGE', k, '1', 'd')
+    do('TDIGEST.MERGE', 'newdest', '2', 'd', 'b')
+    do('EXISTS', 'newdest')
+    do('TYPE', 'd')
+    do('OBJECT', 'ENCODING', 'd')
+    do('MEMORY', 'USAGE', 'd')
+    do('TDIGEST.QUANTILE', 'd', '0.5')
+    do('MEMORY', 'USAGE', 'd')
+    r.section = 'keyspace'
+    do('EXPIRE', 'd', '1000')
+    do('RENAME', 'd', 'd2')
+    do('TTL', 'd2')
+    do('TDIGEST.ADD', 'd2', '100')
+    do('TTL', 'd2')
+    p = do('DUMP', 'd2')
+    do('TDIGEST.INFO', 'd2')
+    do('RESTORE', 'd3', '5000', p)
+    do('PTTL', 'd3', volatile=True)
+    do('TTL', 'd3')
+    do('RESTORE', 'd3', '0', p)
+    do('RESTORE', 'd3', '0', p, 'REPLACE')
+    do('TTL', 'd3')
+    do('RESTORE', 'str', '0', p, 'REPLACE')
+    do('TYPE', 'str')
+    do('TDIGEST.QUANTILE', 'str', '0', '0.5', '1')
+    do('COPY', 'd2', 'd4')
+    do('EXISTS', 'd4')
+    do('RENAME', 'd2', 'd3')
+    do('TDIGEST.INFO', 'd3')
+    do('PERSIST', 'd3')
+    do('UNLINK', 'd3', 'str')
+    do('TDIGEST.INFO', 'd3')
+    do('SET', 'str', 'v')
+
+
+def area_tdigest(r):
+    both(r, tdigest_cases)
+
+
 def area_sketchdocs(r):
     main = r.c('main')
     names = []
-    for pat in ('cms.*', 'topk.*'):
+    for pat in ('cms.*', 'topk.*', 'tdigest.*'):
         names += sorted(cap.s(x) for x in main.call('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', pat)[1])
     for proto in (2, 3):
         conn = 'p%d' % proto
@@ -577,19 +713,34 @@ def area_sketchdocs(r):
             r.do('COMMAND', 'INFO', n, conn=conn)
         r.do('COMMAND', 'DOCS', 'CMS.INCRBY', 'topk.add', conn=conn)
         r.section = 'acl'
-        for c in ('cms', 'topk', 'bloom', 'cuckoo', 'CMS'):
+        for c in ('cms', 'topk', 'tdigest', 'bloom', 'cuckoo', 'CMS', 'TDigest'):
             r.do('ACL', 'CAT', c, conn=conn, unordered=True)
         r.do('COMMAND', 'LIST', 'FILTERBY', 'ACLCAT', 'cms', conn=conn, unordered=True)
         r.do('COMMAND', 'LIST', 'FILTERBY', 'ACLCAT', 'topk', conn=conn, unordered=True)
         r.do('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', 'cms.*', conn=conn, unordered=True)
         r.do('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', 'topk.*', conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'ACLCAT', 'tdigest', conn=conn, unordered=True)
+        r.do('COMMAND', 'LIST', 'FILTERBY', 'PATTERN', 'tdigest.*', conn=conn, unordered=True)
+        r.do('COMMAND', 'DOCS', 'TDIGEST.MERGE', 'tdigest.add', conn=conn)
         r.section = 'getkeys'
         for a in (['CMS.INITBYDIM', 'k', '1', '1'], ['CMS.INITBYPROB', 'k', '0.1', '0.1'],
                   ['CMS.INCRBY', 'k', 'a', '1'], ['CMS.QUERY', 'k', 'a'], ['CMS.INFO', 'k'],
                   ['CMS.MERGE', 'k', '2', 'a', 'b'], ['CMS.MERGE', 'k', '1', 'a', 'WEIGHTS', '1'],
                   ['TOPK.RESERVE', 'k', '3'], ['TOPK.ADD', 'k', 'a'], ['TOPK.INCRBY', 'k', 'a', '1'],
                   ['TOPK.QUERY', 'k', 'a'], ['TOPK.COUNT', 'k', 'a'], ['TOPK.LIST', 'k'],
-                  ['TOPK.INFO', 'k']):
+                  ['TOPK.INFO', 'k'],
+                  ['TDIGEST.CREATE', 'k'], ['TDIGEST.CREATE', 'k', 'COMPRESSION', '10'],
+                  ['TDIGEST.RESET', 'k'], ['TDIGEST.ADD', 'k', '1'], ['TDIGEST.MIN', 'k'],
+                  ['TDIGEST.MAX', 'k'], ['TDIGEST.INFO', 'k'], ['TDIGEST.QUANTILE', 'k', '0.5'],
+                  ['TDIGEST.CDF', 'k', '1'], ['TDIGEST.TRIMMED_MEAN', 'k', '0.1', '0.9'],
+                  ['TDIGEST.RANK', 'k', '1'], ['TDIGEST.REVRANK', 'k', '1'],
+                  ['TDIGEST.BYRANK', 'k', '1'], ['TDIGEST.BYREVRANK', 'k', '1'],
+                  ['TDIGEST.MERGE', 'k', '2', 'a', 'b'], ['TDIGEST.MERGE', 'k', '1', 'a', 'OVERRIDE'],
+                  ['TDIGEST.MERGE', 'k', '2', 'a', 'b', 'COMPRESSION', '10'],
+                  ['TDIGEST.MERGE', 'k', '3', 'a', 'b'], ['TDIGEST.MERGE', 'k', '0', 'a'],
+                  ['TDIGEST.MERGE', 'k', '-1', 'a'], ['TDIGEST.MERGE', 'k', 'x', 'a'],
+                  ['TDIGEST.MERGE', 'k', '01', 'a'], ['TDIGEST.MERGE', 'k', '1', 'k'],
+                  ['TDIGEST.MERGE', 'k', '2', 'a', 'b', 'c', 'd']):
             r.do('COMMAND', 'GETKEYS', *a, conn=conn)
             r.do('COMMAND', 'GETKEYSANDFLAGS', *a, conn=conn)
 
@@ -723,7 +874,7 @@ def random_sessions(o, area, fn, count, ncmds, seedbase):
                 time.sleep(0.2)
 
 
-AREAS = {'cms': area_cms, 'topk': area_topk, 'sketchdocs': area_sketchdocs}
+AREAS = {'cms': area_cms, 'topk': area_topk, 'tdigest': area_tdigest, 'sketchdocs': area_sketchdocs}
 RANDOM = {'cms-random': (cms_random, 8, 400, 26000), 'topk-random': (topk_random, 8, 400, 26100)}
 
 

@@ -1,0 +1,332 @@
+package keyspace
+
+import (
+	"bytes"
+
+	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/rdb"
+	"github.com/bfserver/bfserver/sketch/tdigest"
+)
+
+func init() {
+	registerSketch(&sketchType{kind: KindTDigest, name: tdigest.TypeName, id: tdigest.EncodingVer,
+		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
+			d, err := tdigest.FromRDB(r, maxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
+			d, err := tdigest.Unmarshal(b, maxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+		tooLarge: tdigest.ErrTooLarge})
+}
+
+// tdErrorList is every error a TDIGEST command answers besides WRONGTYPE,
+// in RedisBloom's words (tdigest.Error), each a keyspace error with code
+// tdErrFirst+i. Append only: the codes travel in forwarded results.
+var tdErrorList = [...]tdigest.Error{
+	tdigest.ErrKeyMissing, tdigest.ErrKeyExists, tdigest.ErrAlloc, tdigest.ErrMergeAlloc, tdigest.ErrOverflow,
+	tdigest.ErrWrongKeyword, tdigest.ErrParseCompression, tdigest.ErrCompressionRange,
+	tdigest.ErrParseVal, tdigest.ErrValNotFinite,
+	tdigest.ErrParseNumkeys, tdigest.ErrNumkeysRange, tdigest.ArityError("tdigest.merge"),
+	tdigest.ErrParseQuantile, tdigest.ErrQuantileRange, tdigest.ErrParseCDF, tdigest.ErrParseValue,
+	tdigest.ErrParseRank, tdigest.ErrRankNegative,
+	tdigest.ErrParseLowCut, tdigest.ErrParseHighCut, tdigest.ErrCutRange, tdigest.ErrCutOrder,
+}
+
+const tdErrFirst = 52
+
+var tdErrors = func() map[tdigest.Error]*Error {
+	m := make(map[tdigest.Error]*Error, len(tdErrorList))
+	for i, e := range tdErrorList {
+		m[e] = newError(uint8(tdErrFirst+i), string(e))
+	}
+	return m
+}()
+
+// TDigestErrors maps each t-digest keyspace error to RedisBloom's reply
+// (the resp package's wire table takes them from here).
+func TDigestErrors() map[*Error]string {
+	m := make(map[*Error]string, len(tdErrors))
+	for e, ke := range tdErrors {
+		m[ke] = string(e)
+	}
+	return m
+}
+
+// tdErr is the keyspace error of a t-digest error; WRONGTYPE is the
+// keyspace's own.
+func tdErr(err error) error {
+	if e, ok := err.(tdigest.Error); ok {
+		if e == tdigest.ErrWrongType {
+			return ErrWrongType
+		}
+		if ke := tdErrors[e]; ke != nil {
+			return ke
+		}
+	}
+	return ErrInvalidCommand
+}
+
+// tdOf is _TDigest_KeyCheck: the key's digest, or RedisBloom's "key does
+// not exist", or WRONGTYPE.
+func tdOf(v *Value) (*Sketch, error) {
+	if v == nil {
+		return nil, tdErrors[tdigest.ErrKeyMissing]
+	}
+	if v.Kind != KindTDigest {
+		return nil, ErrWrongType
+	}
+	return v.Sketch(), nil
+}
+
+func (s *Sketch) tdigest() *tdigest.Digest { return s.s.(*tdigest.Digest) }
+
+// tdCreate is TDIGEST.CREATE: any key already there is refused before the
+// arguments are looked at. A digest allocates its nodes as values arrive,
+// so no compression RedisBloom accepts is refused here for its size (the
+// byte cap applies as the digest grows: tdAdd, tdMerge).
+func (k *Keyspace) tdCreate(c *command.Cmd) Result {
+	if v := k.writeLookup(c.DB, c.Key, c.Now); v != nil {
+		if v.Kind == KindTDigest {
+			return Result{Err: tdErrors[tdigest.ErrKeyExists]}
+		}
+		return Result{Err: ErrWrongType}
+	}
+	if c.Field != 0 {
+		return Result{Err: tdErr(command.TDArgError(c.Field))}
+	}
+	d, ok := tdigest.New(c.Count)
+	if !ok {
+		return Result{Err: tdErrors[tdigest.ErrAlloc]}
+	}
+	k.set(c.DB, string(c.Key), sketchValue(KindTDigest, d))
+	return Result{}
+}
+
+// tdWrite is TDIGEST.RESET and ADD. ADD's values go in whole or, past
+// the byte cap, not at all; an overflow keeps the values before it, as
+// RedisBloom does.
+func (k *Keyspace) tdWrite(c *command.Cmd) Result {
+	sk, err := tdOf(k.writeLookup(c.DB, c.Key, c.Now))
+	if err != nil {
+		return Result{Err: err}
+	}
+	if c.Field != 0 {
+		return Result{Err: tdErr(command.TDArgError(c.Field))}
+	}
+	d := sk.tdigest()
+	if c.Op == command.TDReset {
+		sk.mu.Lock()
+		d.Reset()
+		sk.mu.Unlock()
+		k.changed(c.DB, c.Key)
+		return Result{}
+	}
+	vals := command.FloatsOf(c.Data)
+	if d.FootprintAfterAdd(len(vals)) > max(c.MaxBytes, d.Footprint()) {
+		return Result{Err: ErrTooLarge}
+	}
+	sk.mu.Lock()
+	err = d.AddValues(vals)
+	sk.mu.Unlock()
+	k.changed(c.DB, c.Key)
+	if err != nil {
+		return Result{Err: tdErr(err)}
+	}
+	return Result{}
+}
+
+// tdMerge is TDIGEST.MERGE in RedisBloom's order: the destination's type,
+// the arguments, each source (a source named as the destination is the
+// destination, which must exist), then the merge. The destination gets a
+// new value (its TTL goes) and is touched; the sources are compressed on
+// the way, as RedisBloom's are, and not touched; a merge that fails
+// touches nothing but may have compressed sources.
+func (k *Keyspace) tdMerge(c *command.Cmd) Result {
+	var dst *Sketch
+	if v := k.writeLookup(c.DB, c.Key, c.Now); v != nil {
+		if v.Kind != KindTDigest {
+			return Result{Err: ErrWrongType}
+		}
+		dst = v.Sketch()
+	}
+	if c.Field != 0 {
+		return Result{Err: tdErr(command.TDArgError(c.Field))}
+	}
+	srcs := make([]*Sketch, len(c.Keys))
+	for i, key := range c.Keys {
+		if bytes.Equal(key, c.Key) {
+			if dst == nil {
+				return Result{Err: tdErrors[tdigest.ErrKeyMissing]}
+			}
+			srcs[i] = dst
+			continue
+		}
+		sk, err := tdOf(k.writeLookup(c.DB, key, c.Now))
+		if err != nil {
+			return Result{Err: err}
+		}
+		srcs[i] = sk
+	}
+	opts := tdigest.MergeArgs{Compression: c.Count, HasCompression: c.Count > 0, Override: c.Flag}
+	var dd *tdigest.Digest
+	if dst != nil {
+		dd = dst.tdigest()
+	}
+	ds := make([]*tdigest.Digest, len(srcs))
+	for i, s := range srcs {
+		ds[i] = s.tdigest()
+	}
+	if tdigest.MergeFootprint(dd, ds, opts) > c.MaxBytes {
+		return Result{Err: ErrTooLarge}
+	}
+	// Merge compresses the destination and the sources: each is locked
+	// once against readers (Apply, here, is their only writer, so the
+	// order cannot deadlock).
+	locked := make([]*Sketch, 0, len(srcs)+1)
+	lock := func(s *Sketch) {
+		for _, l := range locked {
+			if l == s {
+				return
+			}
+		}
+		s.mu.Lock()
+		locked = append(locked, s)
+	}
+	if dst != nil {
+		lock(dst)
+	}
+	for _, s := range srcs {
+		lock(s)
+	}
+	to, err := tdigest.Merge(dd, ds, opts)
+	for _, l := range locked {
+		l.mu.Unlock()
+	}
+	for _, key := range c.Keys {
+		k.changed(c.DB, key)
+	}
+	if dst != nil {
+		k.changed(c.DB, c.Key)
+	}
+	if err != nil {
+		return Result{Err: tdErr(err)}
+	}
+	k.set(c.DB, string(c.Key), sketchValue(KindTDigest, to))
+	k.touch(c.DB, c.Key, c.Now)
+	return Result{}
+}
+
+// tdQueryWrites reports whether a query would compress the digest's
+// buffer, which changes it.
+func tdQueryWrites(d *tdigest.Digest, c *command.Cmd) bool {
+	switch c.Op {
+	case command.TDQuantile, command.TDCDF, command.TDTrimmedMean:
+		return d.NeedsCompress()
+	case command.TDRank:
+		return d.RanksCompress(command.FloatsOf(c.Data))
+	case command.TDByRank:
+		return d.ByRanksCompress(command.Int64sOf(c.Data))
+	}
+	return false // MIN, MAX, INFO
+}
+
+// tdQuery answers a t-digest query: key errors, then argument errors,
+// then the answer. In Read (apply false) a query that would compress is
+// refused with ErrNeedsLog; in Apply it compresses, at the same point of
+// the log on every replica. Doubles go in Bytes (command.Floats), ranks
+// and INFO's fields in Ints.
+func (k *Keyspace) tdQuery(c *command.Cmd, apply bool) Result {
+	var v *Value
+	if apply {
+		v = k.writeLookup(c.DB, c.Key, c.Now)
+	} else {
+		v = k.Lookup(c.DB, c.Key, c.Now)
+	}
+	sk, err := tdOf(v)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if c.Field != 0 {
+		return Result{Err: tdErr(command.TDArgError(c.Field))}
+	}
+	d := sk.tdigest()
+	if !apply {
+		sk.mu.RLock()
+		defer sk.mu.RUnlock()
+		if tdQueryWrites(d, c) {
+			return Result{Err: ErrNeedsLog}
+		}
+		return tdAnswer(d, c)
+	}
+	// Apply is the digest's only writer: it reads it without the lock,
+	// and takes it to change it.
+	if !tdQueryWrites(d, c) {
+		return tdAnswer(d, c)
+	}
+	sk.mu.Lock()
+	r := tdAnswer(d, c)
+	sk.mu.Unlock()
+	k.changed(c.DB, c.Key)
+	return r
+}
+
+func tdAnswer(d *tdigest.Digest, c *command.Cmd) Result {
+	switch c.Op {
+	case command.TDMin:
+		return Result{Bytes: command.Floats([]float64{d.Min()})}
+	case command.TDMax:
+		return Result{Bytes: command.Floats([]float64{d.Max()})}
+	case command.TDInfo:
+		vals := d.Info().Values()
+		return Result{Ints: vals[:]}
+	case command.TDQuantile:
+		return Result{Bytes: command.Floats(d.Quantiles(command.FloatsOf(c.Data)))}
+	case command.TDCDF:
+		return Result{Bytes: command.Floats(d.CDF(command.FloatsOf(c.Data)))}
+	case command.TDTrimmedMean:
+		cuts := command.FloatsOf(c.Data)
+		return Result{Bytes: command.Floats([]float64{d.TrimmedMean(cuts[0], cuts[1])})}
+	case command.TDRank:
+		return Result{Ints: d.Ranks(command.FloatsOf(c.Data), c.Flag)}
+	case command.TDByRank:
+		return Result{Bytes: command.Floats(d.ByRanks(command.Int64sOf(c.Data), c.Flag))}
+	}
+	return Result{Err: ErrInvalidCommand}
+}
+
+// dumpWrites reports whether DUMP would change the value: RedisBloom's
+// rdb_save compresses a digest's buffer.
+func dumpWrites(v *Value) bool {
+	if v == nil || v.Kind != KindTDigest {
+		return false
+	}
+	sk := v.Sketch()
+	sk.mu.RLock()
+	defer sk.mu.RUnlock()
+	return sk.tdigest().NeedsCompress()
+}
+
+// applyDump is DUMP in Apply (EXEC, or a DUMP Read refused with
+// ErrNeedsLog): a digest is compressed first, as RedisBloom's is.
+func (k *Keyspace) applyDump(c *command.Cmd) Result {
+	v := k.writeLookup(c.DB, c.Key, c.Now)
+	if v == nil {
+		return Result{Null: true}
+	}
+	if v.Kind == KindTDigest && v.Sketch().tdigest().NeedsCompress() {
+		sk := v.Sketch()
+		sk.mu.Lock()
+		sk.tdigest().Compress()
+		sk.mu.Unlock()
+		k.changed(c.DB, c.Key)
+	}
+	return Result{Bytes: EncodeDump(v)}
+}
