@@ -62,6 +62,8 @@ func cmdFrom(b []byte) *command.Cmd {
 		command.WLoadChunk, command.WExists, command.WInfo, command.WScanDump,
 		command.CMSInit, command.CMSIncrBy, command.CMSMerge, command.CMSQuery, command.CMSInfo,
 		command.TopKReserve, command.TopKAdd, command.TopKQuery, command.TopKCount, command.TopKList, command.TopKInfo,
+		command.TDCreate, command.TDReset, command.TDAdd, command.TDMerge, command.TDMin, command.TDMax,
+		command.TDInfo, command.TDQuantile, command.TDCDF, command.TDTrimmedMean, command.TDRank, command.TDByRank,
 		command.Op(next())}
 	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
 	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
@@ -135,7 +137,50 @@ func cmdFrom(b []byte) *command.Cmd {
 			c.Data = command.Int64s(vals)
 		}
 	}
+	if c.Op >= command.TDCreate && c.Op <= command.TDMerge || c.Op >= command.TDMin && c.Op <= command.TDByRank {
+		if next()%2 == 0 {
+			tdShape(c, next)
+		}
+	}
 	return c
+}
+
+// tdShape gives a t-digest command the shapes the proposer makes: small
+// compressions, values the parsers accept (or, now and then, an argument
+// error of any op's), fractions, ranks and cuts in range.
+func tdShape(c *command.Cmd, next func() uint64) {
+	c.Field, c.Count = 0, []int64{1, 2, 5, 100, 357913940, 0}[next()%6]
+	if next()%8 == 0 {
+		c.Field = command.TDArgFirst + uint8(next()%20)
+	}
+	n := 1 + int(next()%40)
+	vals := make([]float64, n)
+	for i := range vals {
+		vals[i] = []float64{0, 1, -1, 0.5, 1e300, -1e-300, math.Copysign(0, -1), float64(next()), float64(next()) / 256}[next()%9]
+	}
+	switch c.Op {
+	case command.TDAdd, command.TDCDF, command.TDRank:
+		c.Data = command.Floats(vals)
+	case command.TDQuantile:
+		for i := range vals {
+			vals[i] = math.Min(math.Abs(vals[i]), 1)
+		}
+		c.Data = command.Floats(vals)
+	case command.TDTrimmedMean:
+		lo := float64(next()%128) / 256
+		c.Data = command.Floats([]float64{lo, lo + float64(1+next()%128)/256})
+	case command.TDByRank:
+		ranks := make([]int64, n)
+		for i := range ranks {
+			ranks[i] = int64(next() % 64)
+		}
+		c.Data = command.Int64s(ranks)
+	case command.TDMerge:
+		c.Count %= 300
+		if len(c.Keys) == 0 {
+			c.Keys = [][]byte{c.Key}
+		}
+	}
 }
 
 // FuzzApply drives arbitrary commands through the state machine: no panic,
@@ -148,6 +193,15 @@ func FuzzApply(f *testing.F) {
 	f.Add(append([]byte{1}, command.EncodeBatch([]*command.Cmd{
 		{Op: command.BFAdd, Key: []byte("k"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: fuzzCap},
 		{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("a")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: fuzzCap},
+	})...))
+	f.Add(append([]byte{1}, command.EncodeBatch([]*command.Cmd{
+		{Op: command.TDCreate, Key: []byte("t"), Count: 5},
+		{Op: command.TDAdd, Key: []byte("t"), Data: command.Floats([]float64{3, 1, 2, 5, 4, 1, 1, 9}), MaxBytes: fuzzCap},
+		{Op: command.TDQuantile, Key: []byte("t"), Data: command.Floats([]float64{0.5})},
+		{Op: command.TDAdd, Key: []byte("t"), Data: command.Floats([]float64{7}), MaxBytes: fuzzCap},
+		{Op: command.TDMerge, Key: []byte("u"), Keys: [][]byte{[]byte("t"), []byte("t")}, MaxBytes: fuzzCap},
+		{Op: command.Dump, Key: []byte("t")},
+		{Op: command.TDByRank, Key: []byte("u"), Data: command.Int64s([]int64{0, 3, 99}), Flag: true},
 	})...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
@@ -174,6 +228,13 @@ func FuzzApply(f *testing.F) {
 				c.MaxBytes = min(c.MaxBytes, 1<<12)
 			}
 			before := digestAll(k)
+			if !c.Op.IsWrite() {
+				// A read beside Apply never changes state; one that would
+				// (a t-digest query that compresses) is refused for the log.
+				if r := k.Read(c); digestAll(k) != before {
+					t.Fatalf("Read %+v changed state (%v)", c, r.Err)
+				}
+			}
 			r := k.Apply(c)
 			if command.Validate(c) != nil {
 				if r.Err != ErrInvalidCommand {

@@ -62,7 +62,10 @@ func FuzzDecodeDump(f *testing.F) {
 	k := New()
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: capBytes})
 	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("x")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
-	for _, key := range []string{"b", "c"} {
+	k.Apply(&command.Cmd{Op: command.TDCreate, Key: []byte("t"), Count: 5})
+	k.Apply(&command.Cmd{Op: command.TDAdd, Key: []byte("t"), Data: command.Floats([]float64{1, 2, 3, 2, 7, 1}), MaxBytes: capBytes})
+	k.Apply(&command.Cmd{Op: command.CMSInit, Key: []byte("m"), Capacity: 4, Count: 2, MaxBytes: capBytes})
+	for _, key := range []string{"b", "c", "t", "m"} {
 		p := EncodeDump(k.Lookup(0, []byte(key), 0))
 		f.Add(p[:len(p)-10])
 	}
@@ -74,6 +77,20 @@ func FuzzDecodeDump(f *testing.F) {
 		}
 		if MemoryUsage(v) > 1<<21 {
 			t.Fatalf("decoded %d bytes past the cap", MemoryUsage(v))
+		}
+		if v.Kind == KindTDigest {
+			// Whatever it holds, a restored digest answers every query
+			// through the log and again beside it.
+			k := New()
+			k.Put(0, "t", v)
+			for _, c := range tdQueries("t") {
+				k.Apply(c)
+				k.Read(c)
+			}
+			k.Apply(&command.Cmd{Op: command.TDAdd, Key: []byte("t"), Data: command.Floats([]float64{1, -1}), MaxBytes: 1 << 20})
+			if got, want := k.Bytes(), k.countBytes(); got != want {
+				t.Fatalf("memory total %d, recount %d", got, want)
+			}
 		}
 		// Whatever the restored fields, an add it acknowledges is found.
 		var acked [][]byte

@@ -27,18 +27,19 @@ var rules = []struct {
 	{"sketch/window", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"sketch/cms", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"sketch/topk", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"net", "os", "log"}},
+	{"sketch/tdigest", []string{"rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
+	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk"}, nil},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the
 	// server keeps as they are).
-	{"movein", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "sketch/cms", "sketch/topk"}, nil},
+	{"movein", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 }
 
 func TestImportsPointDown(t *testing.T) {
