@@ -1,11 +1,15 @@
 package resp_test
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bfserver/bfserver/internal/golden"
 	"github.com/bfserver/bfserver/resp"
@@ -146,14 +150,15 @@ func TestTopKIncrByBadMidway(t *testing.T) {
 // transcript (every command, option and error in RESP2 and RESP3, DUMP
 // and RESTORE, TTLs, MULTI), its 8 random sessions (queries that compress
 // and DUMPs among ADDs, MERGEs and RESETs) and its 50 000-value streams;
-// and testdata/oracle/tdigest.jsonl (WATCH against every command,
+// its MEMORY USAGE and INFO for compressions 1 to 100000 and keys of
+// 1 to 300 bytes; and testdata/oracle/tdigest.jsonl (WATCH against every command,
 // compressing reads inside MULTI, other types, RESTORE with a TTL).
 // Queries that compress go through the log here: the replies must be
 // RedisBloom's all the same.
 func TestOracleTDigest(t *testing.T) {
 	own := filepath.Join("..", "sketch", "tdigest", "testdata")
 	files := []string{filepath.Join(golden.OracleDir(), "tdigest.jsonl"), filepath.Join(own, "transcript.jsonl"),
-		filepath.Join(own, "stream.jsonl")}
+		filepath.Join(own, "stream.jsonl"), filepath.Join(own, "memusage.jsonl")}
 	more, _ := filepath.Glob(filepath.Join(own, "random-*.jsonl"))
 	files = append(files, more...)
 	if len(files) < 11 {
@@ -173,5 +178,71 @@ func TestOracleTDigest(t *testing.T) {
 				t.Errorf("compared only %d of %d records", n, len(recs))
 			}
 		})
+	}
+}
+
+// TestOracleTDigestFormat replays sketch/tdigest/testdata/format.jsonl
+// through the server: 3 812 numbers, each added alone to a reset digest
+// (RedisModule_StringToDouble's parsing: ADD's reply) and read back with
+// TDIGEST.MIN (Redis's double formatting), in RESP2 and RESP3. The
+// commands are pipelined, a few hundred at a time.
+func TestOracleTDigestFormat(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "sketch", "tdigest", "testdata", "format.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type rec struct{ Input, Add, Resp2, Resp3 string }
+	var recs []rec
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r rec
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) < 3800 {
+		t.Fatalf("only %d records", len(recs))
+	}
+	srv := startServer(t, nil)
+	for _, proto := range []int{2, 3} {
+		cl := dial(t, srv)
+		if proto == 3 {
+			cl.do(t, argv("HELLO", "3"))
+		}
+		cl.do(t, argv("TDIGEST.CREATE", "k"))
+		bad := 0
+		for start := 0; start < len(recs); start += 300 {
+			batch := recs[start:min(start+300, len(recs))]
+			var out []byte
+			for _, r := range batch {
+				out = append(out, golden.Encode(argv("TDIGEST.RESET", "k"))...)
+				out = append(out, golden.Encode(argv("TDIGEST.ADD", "k", r.Input))...)
+				out = append(out, golden.Encode(argv("TDIGEST.MIN", "k"))...)
+			}
+			cl.c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := cl.c.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range batch {
+				want := r.Resp2
+				if proto == 3 {
+					want = r.Resp3
+				}
+				var got [3][]byte
+				for i := range got {
+					if got[i], err = golden.ReadFrame(cl.r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if string(got[0]) != "+OK\r\n" || string(got[1]) != r.Add || string(got[2]) != want {
+					if bad++; bad <= 10 {
+						t.Errorf("RESP%d %q: ADD %q MIN %q, want %q %q", proto, r.Input, got[1], got[2], r.Add, want)
+					}
+				}
+			}
+		}
 	}
 }
