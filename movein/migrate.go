@@ -607,15 +607,17 @@ func abs(x int64) int64 {
 // a time (SCANDUMP, then LOADCHUNK of what it returned, then the next
 // SCANDUMP), and returns the digest of what it streamed.
 func (m *migrator) stream(ctx context.Context, src, dst *redis.Client, j job, tmp string, st *keyStats) (digest, error) {
-	in, err := getInfo(ctx, src, j.kind, j.key)
-	if err != nil {
-		if errors.Is(err, errGone) {
-			return digest{}, err
-		}
-		return digest{}, fmt.Errorf("source: %w", err)
-	}
 	if j.kind.whole() {
+		// DUMP, then INFO: a t-digest's DUMP compresses it (as
+		// RedisBloom's does), and INFO must describe what was dumped.
 		p, sum, err := dumpWhole(ctx, src, j.kind, j.key)
+		if err != nil {
+			if errors.Is(err, errGone) {
+				return digest{}, err
+			}
+			return digest{}, fmt.Errorf("source: %w", err)
+		}
+		in, err := getInfo(ctx, src, j.kind, j.key)
 		if err != nil {
 			if errors.Is(err, errGone) {
 				return digest{}, err
@@ -629,6 +631,13 @@ func (m *migrator) stream(ctx context.Context, src, dst *redis.Client, j job, tm
 		m.inProgress = j.size
 		m.progress()
 		return digest{sum: sum, info: in}, nil
+	}
+	in, err := getInfo(ctx, src, j.kind, j.key)
+	if err != nil {
+		if errors.Is(err, errGone) {
+			return digest{}, err
+		}
+		return digest{}, fmt.Errorf("source: %w", err)
 	}
 	h := sha256.New()
 	var n int64

@@ -21,6 +21,7 @@ import (
 
 	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/sketch/cms"
+	"github.com/bfserver/bfserver/sketch/tdigest"
 	"github.com/bfserver/bfserver/sketch/topk"
 	"github.com/redis/go-redis/v9"
 )
@@ -119,8 +120,8 @@ func (e *endpoint) keyspaceDBs(ctx context.Context) ([]int, error) {
 }
 
 // kind is a key type: Bloom (BF.*) or Cuckoo (CF.*), moved chunk by chunk
-// with SCANDUMP/LOADCHUNK, or a sketch (CMS.*), moved whole with
-// DUMP/RESTORE (RedisBloom has no SCANDUMP for it).
+// with SCANDUMP/LOADCHUNK, or a sketch (CMS.*, TOPK.*, TDIGEST.*), moved
+// whole with DUMP/RESTORE (RedisBloom has no SCANDUMP for them).
 type kind int
 
 const (
@@ -128,13 +129,14 @@ const (
 	cuckoo
 	cmsKind
 	topkKind
+	tdigestKind
 )
 
 // kinds are the types migrate moves, in its order.
-var kinds = []kind{bloom, cuckoo, cmsKind, topkKind}
+var kinds = []kind{bloom, cuckoo, cmsKind, topkKind, tdigestKind}
 
 // whole reports whether the kind moves as one DUMP payload.
-func (k kind) whole() bool { return k == cmsKind || k == topkKind }
+func (k kind) whole() bool { return k == cmsKind || k == topkKind || k == tdigestKind }
 
 func (k kind) cmd(name string) string {
 	switch k {
@@ -144,6 +146,8 @@ func (k kind) cmd(name string) string {
 		return "CMS." + name
 	case topkKind:
 		return "TOPK." + name
+	case tdigestKind:
+		return "TDIGEST." + name
 	}
 	return "BF." + name
 }
@@ -157,6 +161,8 @@ func (k kind) typeName() string {
 		return cms.TypeName
 	case topkKind:
 		return topk.TypeName
+	case tdigestKind:
+		return tdigest.TypeName
 	}
 	return "MBbloom--"
 }
@@ -169,6 +175,8 @@ func (k kind) String() string {
 		return "cms"
 	case topkKind:
 		return "topk"
+	case tdigestKind:
+		return "tdigest"
 	}
 	return "bloom"
 }
@@ -201,19 +209,28 @@ func (in info) String() string {
 }
 
 func (in info) get(name string) int64 {
+	v, _ := in.lookup(name)
+	return v
+}
+
+func (in info) lookup(name string) (int64, bool) {
 	for _, f := range in {
 		if f.name == name {
-			return f.value
+			return f.value, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 func (in info) equal(o info) bool { return in.String() == o.String() }
 
 // size is the key's memory size as its INFO reports it (a sketch's, from
-// its dimensions, as RedisBloom counts it).
+// its dimensions, as RedisBloom counts it; a t-digest's Memory usage,
+// which a wrapped capacity makes negative, counted as none).
 func (in info) size() int64 {
+	if m, ok := in.lookup("Memory usage"); ok {
+		return max(m, 0)
+	}
 	if k := in.get("k"); k > 0 {
 		return topk.StructBytes + topk.BucketBytes*in.get("width")*in.get("depth") + topk.HeapBytes*k
 	}
@@ -344,13 +361,18 @@ type digest struct {
 }
 
 func dumpDigest(ctx context.Context, c *redis.Client, k kind, key string) (digest, error) {
+	if k.whole() {
+		// DUMP first: a t-digest's compresses it, which INFO shows.
+		_, sum, err := dumpWhole(ctx, c, k, key)
+		if err != nil {
+			return digest{}, err
+		}
+		in, err := getInfo(ctx, c, k, key)
+		return digest{sum: sum, info: in}, err
+	}
 	in, err := getInfo(ctx, c, k, key)
 	if err != nil {
 		return digest{}, err
-	}
-	if k.whole() {
-		_, sum, err := dumpWhole(ctx, c, k, key)
-		return digest{sum: sum, info: in}, err
 	}
 	h := sha256.New()
 	err = scanDump(ctx, c, k, key, in, func(_ int64, data string) error {
@@ -429,12 +451,19 @@ func canonical(k kind, p []byte) ([]byte, error) {
 	if r.Byte() != rdb.TypeModule2 || r.Len() != rdb.ModuleID(k.typeName(), 0) {
 		return nil, fmt.Errorf("not a %s payload", k.typeName())
 	}
-	if k == topkKind {
+	switch k {
+	case topkKind:
 		t, err := topk.FromRDB(r, math.MaxUint64)
 		if err != nil {
 			return nil, err
 		}
 		return t.AppendRDB(nil), nil
+	case tdigestKind:
+		d, err := tdigest.FromRDB(r, uint64(len(p))*2)
+		if err != nil {
+			return nil, err
+		}
+		return d.AppendRDB(nil), nil
 	}
 	s, err := cms.FromRDB(r, math.MaxUint64)
 	if err != nil {
