@@ -31,6 +31,9 @@ func TestOnlineBackup(t *testing.T) {
 	if err := c.Do(ctx(t), "CMS.INITBYDIM", "s1", "1000", "5").Err(); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Do(ctx(t), "TDIGEST.CREATE", "t1", "COMPRESSION", "50").Err(); err != nil {
+		t.Fatal(err)
+	}
 	// Writers keep going during the backup: the copy is of one point.
 	stop := make(chan struct{})
 	done := make(chan int)
@@ -52,6 +55,7 @@ func TestOnlineBackup(t *testing.T) {
 		p.Do(ctx(t), "BF.ADD", "b2", fmt.Sprint("x", i))
 		p.Do(ctx(t), "CF.ADD", "c1", fmt.Sprint("x", i%300))
 		p.Do(ctx(t), "CMS.INCRBY", "s1", fmt.Sprint("x", i%300), i%5)
+		p.Do(ctx(t), "TDIGEST.ADD", "t1", i%1000, i%7)
 		if _, err := p.Exec(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +63,7 @@ func TestOnlineBackup(t *testing.T) {
 	close(stop)
 	<-done
 	want := map[string]string{}
-	for _, k := range []string{"b1", "b2", "c1", "s1"} {
+	for _, k := range []string{"b1", "b2", "c1", "s1", "t1"} {
 		want[k] = c.Do(ctx(t), "BFX.DIGEST", k).Val().(string)
 	}
 	file := filepath.Join(backups, "node.bfbackup")

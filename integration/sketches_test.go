@@ -151,11 +151,13 @@ func TestSketches(t *testing.T) {
 	}
 }
 
-// TestSketchesCluster: CMS increments and merges and Top-K adds (whose
-// decay coin every replica draws from the sketch's own generator) through
-// all three nodes, the leader killed with kill -9 in the middle and
-// restarted; afterwards every node answers the same counts, each at least
-// what was acknowledged, the same Top-K lists, and every replica holds
+// TestSketchesCluster: CMS increments and merges, Top-K adds (whose
+// decay coin every replica draws from the sketch's own generator) and
+// t-digest adds, merges and queries (those that compress the buffer go
+// through the log, DUMP too) through all three nodes, the leader killed
+// with kill -9 in the middle and restarted; afterwards every node answers
+// the same counts, each at least what was acknowledged, the same Top-K
+// lists, the same quantiles and t-digest INFO, and every replica holds
 // byte-identical sketches.
 func TestSketchesCluster(t *testing.T) {
 	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
@@ -164,6 +166,7 @@ func TestSketchesCluster(t *testing.T) {
 		{"CMS.INITBYDIM", "cms", "500", "5"},
 		{"CMS.INITBYPROB", "merged", "0.01", "0.001"},
 		{"TOPK.RESERVE", "top", "20", "50", "4", "0.9"},
+		{"TDIGEST.CREATE", "td", "COMPRESSION", "30"},
 	} {
 		if err := lc.Do(ctx(t), args...).Err(); err != nil {
 			t.Fatal(err)
@@ -171,7 +174,7 @@ func TestSketchesCluster(t *testing.T) {
 	}
 	var mu sync.Mutex
 	acked := map[string]int64{} // CMS item -> acknowledged increments
-	var n atomic.Int64
+	var n, tdAcked atomic.Int64 // tdAcked: values acknowledged to "td"
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
@@ -187,9 +190,25 @@ func TestSketchesCluster(t *testing.T) {
 				c := nd.client(2)
 				item := "i" + strconv.Itoa((i*7+j)%300)
 				var err error
+				tdAdd := false
 				switch {
 				case j%20 == 19:
 					err = c.Do(ctx(t), "CMS.MERGE", "merged", "1", "merged", "WEIGHTS", "1").Err()
+				case j%10 == 4:
+					err = c.Do(ctx(t), "TDIGEST.ADD", "td", j%97, float64(i)+float64(j%13)/8, -j%5).Err()
+					tdAdd = true
+				case j%10 == 7:
+					// Reads that compress a buffer go through the log.
+					switch j % 4 {
+					case 0:
+						err = c.Do(ctx(t), "TDIGEST.QUANTILE", "td", "0.5", "0.99").Err()
+					case 1:
+						err = c.Do(ctx(t), "TDIGEST.RANK", "td", "3", "50").Err()
+					case 2:
+						err = c.Do(ctx(t), "DUMP", "td").Err()
+					default:
+						err = c.Do(ctx(t), "TDIGEST.MERGE", "tdm", "1", "td", "COMPRESSION", "20").Err()
+					}
 				case j%3 == 1:
 					err = c.Do(ctx(t), "TOPK.ADD", "top", item, "i"+strconv.Itoa(j%7), "n"+strconv.Itoa(i)).Err()
 				case j%3 == 2:
@@ -201,7 +220,9 @@ func TestSketchesCluster(t *testing.T) {
 				if err != nil {
 					continue // the node is down or lost leadership: not acknowledged
 				}
-				if j%20 != 19 && j%3 == 0 {
+				if tdAdd {
+					tdAcked.Add(3)
+				} else if j%20 != 19 && j%10 != 7 && j%3 == 0 {
 					mu.Lock()
 					acked[item] += int64(1 + j%4)
 					mu.Unlock()
@@ -222,9 +243,9 @@ func TestSketchesCluster(t *testing.T) {
 	waitFor(t, 30*time.Second, "writes after the restart", func() bool { return n.Load() > before+300 })
 	close(stop)
 	wg.Wait()
-	t.Logf("%d acknowledged sketch writes", n.Load())
+	t.Logf("%d acknowledged sketch writes, %d values acknowledged to the t-digest", n.Load(), tdAcked.Load())
 
-	keys := []string{"cms", "merged", "top"}
+	keys := []string{"cms", "merged", "top", "td", "tdm"}
 	waitFor(t, 60*time.Second, "identical sketch digests on every node", func() bool {
 		var first []any
 		for i, nd := range nodes {
@@ -258,7 +279,12 @@ func TestSketchesCluster(t *testing.T) {
 				t.Fatalf("node %s: i%d counted %d, %d acknowledged", nd.addr, i, x, acked["i"+strconv.Itoa(i)])
 			}
 		}
-		answers = append(answers, fmt.Sprint(got, c.Do(ctx(t), "CMS.INFO", "cms").Val(), c.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT").Val()))
+		tdInfo := c.Do(ctx(t), "TDIGEST.INFO", "td").Val()
+		if obs := tdInfo.([]any)[13].(int64); obs < tdAcked.Load() {
+			t.Fatalf("node %s: t-digest holds %d values, %d acknowledged", nd.addr, obs, tdAcked.Load())
+		}
+		answers = append(answers, fmt.Sprint(got, c.Do(ctx(t), "CMS.INFO", "cms").Val(), c.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT").Val(),
+			tdInfo, c.Do(ctx(t), "TDIGEST.INFO", "tdm").Val(), c.Do(ctx(t), "TDIGEST.MIN", "td").Val(), c.Do(ctx(t), "TDIGEST.MAX", "td").Val()))
 		c.Close()
 	}
 	for _, a := range answers[1:] {
@@ -266,12 +292,36 @@ func TestSketchesCluster(t *testing.T) {
 			t.Fatalf("replicas answer differently:\n%s\n%s", answers[0], a)
 		}
 	}
+	// The quantiles: the first node's QUANTILE compresses through the log
+	// (the digests' buffers hold the last adds), and then every node
+	// answers it from the same state, and with the same digest.
+	var quants, digests []string
+	for _, nd := range nodes {
+		c := nd.client(2)
+		quants = append(quants, fmt.Sprint(c.Do(ctx(t), "TDIGEST.QUANTILE", "td", "0", "0.1", "0.5", "0.9", "1").Val(),
+			c.Do(ctx(t), "TDIGEST.CDF", "tdm", "5", "40").Val(), c.Do(ctx(t), "TDIGEST.INFO", "td").Val()))
+		c.Close()
+	}
+	waitFor(t, 30*time.Second, "identical t-digests after the queries", func() bool {
+		digests = digests[:0]
+		for _, nd := range nodes {
+			c := nd.client(2)
+			digests = append(digests, fmt.Sprint(c.Do(ctx(t), "BFX.DIGEST", "td").Val(), c.Do(ctx(t), "BFX.DIGEST", "tdm").Val()))
+			c.Close()
+		}
+		return digests[0] == digests[1] && digests[1] == digests[2]
+	})
+	for _, q := range quants[1:] {
+		if q != quants[0] {
+			t.Fatalf("replicas answer quantiles differently:\n%s\n%s", quants[0], q)
+		}
+	}
 }
 
-// TestMigrateSketches: `bfserver migrate` carries Count-Min Sketches (as
-// DUMP/RESTORE, verified by the value each payload holds) with their
-// TTL, from one bfserver to another and back; a second run finds them
-// identical.
+// TestMigrateSketches: `bfserver migrate` carries Count-Min Sketches,
+// Top-Ks and t-digests (as DUMP/RESTORE, verified by the value each
+// payload holds) with their TTL, from one bfserver to another; a second
+// run finds them identical.
 func TestMigrateSketches(t *testing.T) {
 	a, b := start(t), start(t)
 	ca := a.dbClient(0)
@@ -283,7 +333,19 @@ func TestMigrateSketches(t *testing.T) {
 	sketchDo(t, a.dbClient(3), "CMS.INITBYDIM", "cms:db3", "7", "2")
 	sketchDo(t, ca, "TOPK.RESERVE", "topk:a", "5", "50", "3", "0.9")
 	sketchDo(t, ca, "TOPK.ADD", "topk:a", "x", "y", "x", "z", "w", "v", "u", "x")
-	keys := map[int][]string{0: {"cms:a", "cms:ttl", "topk:a"}, 3: {"cms:db3"}}
+	// t-digests: one with a buffer (the source's DUMP compresses it), one
+	// holding a single value (left unmerged: RedisBloom's encoding keeps
+	// it as a node of weight 0, on either side), one with a TTL.
+	sketchDo(t, ca, "TDIGEST.CREATE", "td:a", "COMPRESSION", "40")
+	for i := 0; i < 20; i++ {
+		sketchDo(t, ca, "TDIGEST.ADD", "td:a", i, i*i, -i)
+	}
+	sketchDo(t, ca, "TDIGEST.CREATE", "td:one")
+	sketchDo(t, ca, "TDIGEST.ADD", "td:one", "42")
+	sketchDo(t, a.dbClient(3), "TDIGEST.CREATE", "td:ttl")
+	sketchDo(t, a.dbClient(3), "TDIGEST.ADD", "td:ttl", "1", "2")
+	sketchDo(t, a.dbClient(3), "EXPIRE", "td:ttl", "5000")
+	keys := map[int][]string{0: {"cms:a", "cms:ttl", "topk:a", "td:a", "td:one"}, 3: {"cms:db3", "td:ttl"}}
 	r := runTool(t, nil, migrateArgs(a, b)...)
 	if r.code != 0 {
 		t.Fatalf("migrate exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -301,6 +363,18 @@ func TestMigrateSketches(t *testing.T) {
 				if l(a) != l(b) {
 					t.Errorf("db%d %q: lists differ after migrate: %s and %s", db, k, l(a), l(b))
 				}
+			} else if k == "td:one" {
+				// RedisBloom's encoding writes merged nodes only: the one
+				// unmerged value travels as a node of mean 0 and weight 0
+				// (as RESTORE into RedisBloom gives it); INFO, MIN and MAX
+				// are carried.
+				l := func(n *node) string {
+					c := n.dbClient(db)
+					return fmt.Sprint(c.Do(ctx(t), "TDIGEST.INFO", k).Val(), c.Do(ctx(t), "TDIGEST.MIN", k).Val(), c.Do(ctx(t), "TDIGEST.MAX", k).Val())
+				}
+				if l(a) != l(b) {
+					t.Errorf("db%d %q: INFO, MIN, MAX differ after migrate: %s and %s", db, k, l(a), l(b))
+				}
 			} else if digestOf(t, a.dbClient(db), k) != digestOf(t, b.dbClient(db), k) {
 				t.Errorf("db%d %q: digests differ after migrate", db, k)
 			}
@@ -308,6 +382,12 @@ func TestMigrateSketches(t *testing.T) {
 	}
 	if ttl := b.dbClient(0).TTL(ctx(t), "cms:ttl").Val(); ttl <= 0 {
 		t.Errorf("TTL not carried: %v", ttl)
+	}
+	if ttl := b.dbClient(3).TTL(ctx(t), "td:ttl").Val(); ttl <= 0 {
+		t.Errorf("t-digest TTL not carried: %v", ttl)
+	}
+	if q := fmt.Sprint(b.dbClient(0).Do(ctx(t), "TDIGEST.QUANTILE", "td:a", "0.1", "0.5", "0.9").Val()); q != fmt.Sprint(ca.Do(ctx(t), "TDIGEST.QUANTILE", "td:a", "0.1", "0.5", "0.9").Val()) {
+		t.Errorf("migrated t-digest's quantiles %s", q)
 	}
 	noTempKeys(t, b, 0, 3)
 	r = runTool(t, nil, migrateArgs(a, b)...)
