@@ -194,9 +194,9 @@ func peer() {
 	}
 }
 
-// sketches runs issue #26's sketch cases against RedisBloom: CMS.INCRBY
-// and TOPK.ADD at depth 1 and 32, durable (fsync always on both) and in
-// memory, servers alternating as in peer.
+// sketches runs issue #26's sketch cases against RedisBloom: CMS.INCRBY,
+// TOPK.ADD and TDIGEST.ADD at depth 1 and 32, durable (fsync always on
+// both) and in memory, servers alternating as in peer.
 func sketches() {
 	for _, d := range []struct {
 		label  string
@@ -213,12 +213,15 @@ func sketches() {
 		for _, s := range []*server{bf, rb} {
 			s.do("CMS.INITBYPROB", "cms", "0.001", "0.01")
 			s.do("TOPK.RESERVE", "topk", "50", "2000", "7", "0.925")
+			s.do("TDIGEST.CREATE", "td", "COMPRESSION", "100")
 		}
 		peerCompare(bf, rb, d.label, []peerCase{
 			{"CMS.INCRBY P1 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 1, 100000, "100000", 1},
 			{"CMS.INCRBY P32 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 32, 1000000, "100000", 1},
 			{"TOPK.ADD P1 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 1, 100000, "100000", 1},
 			{"TOPK.ADD P32 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 32, 1000000, "100000", 1},
+			{"TDIGEST.ADD P1 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 1, 100000, "100000", 1},
+			{"TDIGEST.ADD P32 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 32, 1000000, "100000", 1},
 		})
 		bf.stop()
 		rb.stop()
