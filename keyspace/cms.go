@@ -4,27 +4,11 @@ import (
 	"math"
 
 	"github.com/bfserver/bfserver/command"
-	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/sketch/cms"
 )
 
 func init() {
-	registerSketch(&sketchType{kind: KindCMS, name: cms.TypeName, id: cms.EncodingVer,
-		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
-			s, err := cms.FromRDB(r, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
-		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
-			s, err := cms.Unmarshal(b, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
-		tooLarge: cms.ErrTooLarge})
+	registerSketchOf(KindCMS, cms.TypeName, cms.EncodingVer, cms.FromRDB, cms.Unmarshal, cms.ErrTooLarge)
 }
 
 // cmsArgErrors are the keyspace errors of command.CMSArg* codes.

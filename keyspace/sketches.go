@@ -52,6 +52,27 @@ func registerSketch(t *sketchType) {
 	sketchByID[t.id] = t
 }
 
+// registerSketchOf registers a sketch package's type from its decoders
+// (FromRDB, Unmarshal) and its error for a value over the cap.
+func registerSketchOf[T sketch](kind Kind, name string, encVer uint64,
+	fromRDB func(*rdb.Reader, uint64) (T, error), unmarshal func([]byte, uint64) (T, error), tooLarge error) {
+	registerSketch(&sketchType{kind: kind, name: name, id: encVer, tooLarge: tooLarge,
+		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
+			s, err := fromRDB(r, maxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
+			s, err := unmarshal(b, maxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}})
+}
+
 // Sketch is a sketch value as a key holds it: the value and the lock
 // that orders Apply's changes against readers.
 type Sketch struct {

@@ -4,27 +4,11 @@ import (
 	"bytes"
 
 	"github.com/bfserver/bfserver/command"
-	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
 func init() {
-	registerSketch(&sketchType{kind: KindTDigest, name: tdigest.TypeName, id: tdigest.EncodingVer,
-		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
-			d, err := tdigest.FromRDB(r, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return d, nil
-		},
-		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
-			d, err := tdigest.Unmarshal(b, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return d, nil
-		},
-		tooLarge: tdigest.ErrTooLarge})
+	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.Unmarshal, tdigest.ErrTooLarge)
 }
 
 // tdErrorList is every error a TDIGEST command answers besides WRONGTYPE,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -69,7 +70,7 @@ func TestTDigestReplicasAgree(t *testing.T) {
 				compressed++
 			} else {
 				ra := a.Apply(c)
-				if !bytes.Equal(r.Bytes, ra.Bytes) || !int64sEqual(r.Ints, ra.Ints) {
+				if !bytes.Equal(r.Bytes, ra.Bytes) || !slices.Equal(r.Ints, ra.Ints) {
 					t.Fatalf("entry %d: Read %+v, Apply %+v", i, r, ra)
 				}
 				b.Apply(c)
@@ -77,12 +78,12 @@ func TestTDigestReplicasAgree(t *testing.T) {
 			}
 		}
 		ra, rb := a.Apply(c), b.Apply(c)
-		if ra.Err != rb.Err || !bytes.Equal(ra.Bytes, rb.Bytes) || !int64sEqual(ra.Ints, rb.Ints) {
+		if ra.Err != rb.Err || !bytes.Equal(ra.Bytes, rb.Bytes) || !slices.Equal(ra.Ints, rb.Ints) {
 			t.Fatalf("entry %d (%v): %+v and %+v", i, c.Op, ra, rb)
 		}
 		if ra.Err == nil && !c.Op.IsWrite() && c.Op != command.Dump {
 			// Compressed by the log: a replica's read now answers the same.
-			if r := a.Read(c); r.Err != nil || !bytes.Equal(r.Bytes, ra.Bytes) || !int64sEqual(r.Ints, ra.Ints) {
+			if r := a.Read(c); r.Err != nil || !bytes.Equal(r.Bytes, ra.Bytes) || !slices.Equal(r.Ints, ra.Ints) {
 				t.Fatalf("entry %d: after the log, Read %+v, Apply %+v", i, r, ra)
 			}
 		}
@@ -118,17 +119,6 @@ func TestTDigestReplicasAgree(t *testing.T) {
 	}
 }
 
-func int64sEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // TestTDigestDump: DUMP of a buffered digest needs the log (RedisBloom's
 // rdb_save compresses the key); through the log it compresses, and the

@@ -5,27 +5,11 @@ import (
 	"math"
 
 	"github.com/bfserver/bfserver/command"
-	"github.com/bfserver/bfserver/rdb"
 	"github.com/bfserver/bfserver/sketch/topk"
 )
 
 func init() {
-	registerSketch(&sketchType{kind: KindTopK, name: topk.TypeName, id: topk.EncodingVer,
-		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
-			t, err := topk.FromRDB(r, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return t, nil
-		},
-		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
-			t, err := topk.Unmarshal(b, maxBytes)
-			if err != nil {
-				return nil, err
-			}
-			return t, nil
-		},
-		tooLarge: topk.ErrTooLarge})
+	registerSketchOf(KindTopK, topk.TypeName, topk.EncodingVer, topk.FromRDB, topk.Unmarshal, topk.ErrTooLarge)
 }
 
 var topkArgErrors = map[uint8]error{

@@ -27,6 +27,10 @@ func FuzzCommandArgs(f *testing.F) {
 		{"MULTI"}, {"EXEC"}, {"CLIENT", "SETINFO", "LIB-NAME", "x"},
 		{"RESTORE", "r", "0", "\x07\x81"},
 		{"COMMAND", "GETKEYS", "BF.ADD", "k", "x"},
+		{"TDIGEST.CREATE", "t", "COMPRESSION", "10"}, {"TDIGEST.ADD", "t", "1", "2.5", "-3e2"},
+		{"TDIGEST.MERGE", "m", "2", "t", "t", "COMPRESSION", "5", "OVERRIDE"},
+		{"TDIGEST.QUANTILE", "t", "0.5", "1"}, {"TDIGEST.BYREVRANK", "t", "0", "9"},
+		{"TDIGEST.TRIMMED_MEAN", "t", "0.1", "0.9"}, {"COMMAND", "GETKEYS", "TDIGEST.MERGE", "m", "1", "t"},
 	}
 	for _, s := range seeds {
 		f.Add(bytes.Join(bytesOf(s), []byte{0}))
