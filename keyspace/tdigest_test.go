@@ -119,7 +119,6 @@ func TestTDigestReplicasAgree(t *testing.T) {
 	}
 }
 
-
 // TestTDigestDump: DUMP of a buffered digest needs the log (RedisBloom's
 // rdb_save compresses the key); through the log it compresses, and the
 // payload RESTOREs to a digest that answers the same.
