@@ -316,6 +316,39 @@ func TestSketchesCluster(t *testing.T) {
 			t.Fatalf("replicas answer quantiles differently:\n%s\n%s", quants[0], q)
 		}
 	}
+	// A transaction of reads only, on a follower, whose QUANTILE
+	// compresses: it goes through the log whole, and INFO in it shows the
+	// compression; every replica then holds the same digest.
+	var follower *node
+	for _, nd := range nodes {
+		if nd != leaderOf(t, nodes) {
+			follower = nd
+			break
+		}
+	}
+	fc := follower.client(2)
+	defer fc.Close()
+	sketchDo(t, fc, "TDIGEST.ADD", "td", "1", "2", "3")
+	var info *redis.Cmd
+	if _, err := fc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
+		p.Do(ctx(t), "TDIGEST.QUANTILE", "td", "0.5")
+		info = p.Do(ctx(t), "TDIGEST.INFO", "td")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v := info.Val().([]any); v[7] != int64(0) {
+		t.Fatalf("INFO after a QUANTILE in EXEC on a follower: %v", v)
+	}
+	waitFor(t, 30*time.Second, "identical t-digests after the transaction", func() bool {
+		digests = digests[:0]
+		for _, nd := range nodes {
+			c := nd.client(2)
+			digests = append(digests, fmt.Sprint(c.Do(ctx(t), "BFX.DIGEST", "td").Val()))
+			c.Close()
+		}
+		return digests[0] == digests[1] && digests[1] == digests[2]
+	})
 }
 
 // TestMigrateSketches: `bfserver migrate` carries Count-Min Sketches,

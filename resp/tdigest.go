@@ -19,13 +19,12 @@ var (
 	catTDWF = []string{"@write", "@fast", "@tdigest"}
 	catTDR  = []string{"@read", "@tdigest"}
 	catTDRF = []string{"@read", "@fast", "@tdigest"}
-	tdArity = tdigest.Arity
 )
 
 func init() {
 	td := func(name string, flags, cats []string, keys []string, parse func([][]byte) command.Cmd,
 		render func(*Writer, *command.Cmd, *keyspace.Result)) {
-		module(name, tdArity[name], flags, cats, keys, func(s *session, args [][]byte) (command.Cmd, string) {
+		module(name, tdigest.Arity[name], flags, cats, keys, func(s *session, args [][]byte) (command.Cmd, string) {
 			if err := tdigest.CheckArity(name, len(args)); err != nil {
 				return command.Cmd{}, err.Error()
 			}
