@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bfserver/bfserver/internal/golden"
+	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/resp"
 )
 
@@ -230,5 +232,49 @@ func TestOracleTDigestFormat(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTDigestMemoryLimits: a compression RedisBloom accepts is never
+// refused for its size (its nodes are allocated as values arrive, where
+// MEMORY USAGE reports RedisBloom's full arrays); an ADD that would grow
+// a digest past the per-filter cap is refused whole; digests count
+// towards maxmemory, which refuses their writes but not their reads.
+func TestTDigestMemoryLimits(t *testing.T) {
+	srv := startWith(t, resp.Options{MaxMemory: 200_000, MaxFilterBytes: 64 << 10}, memstore.New())
+	cl := dial(t, srv)
+	run := func(args ...string) string { t.Helper(); return strings.TrimSuffix(cl.run(t, args...), "\r\n") }
+	if got := run("TDIGEST.CREATE", "big", "COMPRESSION", "100000000"); got != "+OK" {
+		t.Fatalf("CREATE of a huge compression: %q", got)
+	}
+	if got := run("MEMORY", "USAGE", "big"); got != ":"+strconv.Itoa(80+16*600000010+32) {
+		t.Errorf("MEMORY USAGE %q", got)
+	}
+	add := []string{"TDIGEST.ADD", "big"}
+	for i := 0; i < 5000; i++ {
+		add = append(add, strconv.Itoa(i))
+	}
+	if got := run(add...); got != "-ERR filter would exceed max-filter-bytes" {
+		t.Fatalf("ADD past the per-filter cap: %q", got)
+	}
+	if got := run("TDIGEST.ADD", "big", "1", "2"); got != "+OK" {
+		t.Fatalf("a small ADD: %q", got)
+	}
+	oom := false
+	for i := 0; i < 100 && !oom; i++ {
+		key := "d" + strconv.Itoa(i)
+		if got := run("TDIGEST.CREATE", key); strings.HasPrefix(got, "-OOM ") {
+			oom = true
+			break
+		}
+		if got := run(append([]string{"TDIGEST.ADD", key}, add[2:602]...)...); strings.HasPrefix(got, "-OOM ") {
+			oom = true
+		}
+	}
+	if !oom {
+		t.Fatal("a hundred digests of 600 values never reached maxmemory")
+	}
+	if got := run("TDIGEST.QUANTILE", "d0", "0.5"); !strings.HasPrefix(got, "*1") {
+		t.Fatalf("a read over maxmemory: %q", got)
 	}
 }
