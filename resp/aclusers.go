@@ -112,7 +112,7 @@ func (s *Server) aclLoop() {
 		st := s.acl()
 		for _, c := range s.clientList() {
 			if st.users[c.adm.pub.user.Load().Name] == nil {
-				c.nc.SetReadDeadline(time.Now()) // its loop ends at its next read
+				c.kill()
 			}
 		}
 		select {

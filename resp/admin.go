@@ -448,9 +448,12 @@ func (s *session) sendOut() error {
 		return nil
 	}
 	var err error
-	if m := s.adm.mon; m != nil {
-		err = m.push(s.w.buf[:n])
-	} else {
+	switch {
+	case s.adm.mon != nil:
+		err = s.adm.mon.push(s.w.buf[:n])
+	case s.ev != nil:
+		err = s.ev.Write(s.w.buf[:n])
+	default:
 		_, err = s.nc.Write(s.w.buf[:n])
 	}
 	s.adm.pub.io[ioNetOut].Add(int64(n))

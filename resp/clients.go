@@ -125,7 +125,11 @@ func (s *session) publish() {
 func (s *session) kill() {
 	s.adm.kill.Do(func() {
 		close(s.adm.killed)
-		s.nc.Close()
+		if ev := s.ev; ev != nil {
+			ev.Close()
+		} else {
+			s.nc.Close()
+		}
 	})
 }
 
@@ -661,6 +665,9 @@ func (s *session) pauseGate(sp *spec) {
 	p := &s.srv.adm.pause
 	if !p.maybe.Load() {
 		return // no pause: nothing to work out (mayWrite scans EXEC's queue)
+	}
+	if s.inline {
+		return // admitted before the pause began (inlineOK): an event loop never waits
 	}
 	for {
 		held, end, wake := p.holds(s.mayWrite(sp))

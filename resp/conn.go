@@ -25,16 +25,16 @@ func conn(name string, arity int, flags []string, cats []string, run func(*sessi
 
 func init() {
 	fastConn := []string{"@fast", "@connection"}
-	conn("ping", -1, []string{"fast"}, fastConn, cmdPing)
-	conn("echo", 2, []string{"fast"}, fastConn, func(s *session, a [][]byte) { s.w.Bulk(a[1]) })
+	conn("ping", -1, []string{"fast"}, fastConn, cmdPing).inline = true
+	conn("echo", 2, []string{"fast"}, fastConn, func(s *session, a [][]byte) { s.w.Bulk(a[1]) }).inline = true
 	conn("hello", -1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdHello).noAuth = true
 	conn("auth", -2, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdAuth).noAuth = true
-	conn("select", 2, []string{"loading", "stale", "fast"}, fastConn, cmdSelect)
+	conn("select", 2, []string{"loading", "stale", "fast"}, fastConn, cmdSelect).inline = true
 	q := conn("quit", -1, []string{"loading", "stale", "fast", "no_auth"}, fastConn, func(s *session, a [][]byte) {
 		s.w.Simple("OK")
 		s.closing = true
 	})
-	q.noAuth, q.noMulti = true, true
+	q.noAuth, q.noMulti, q.inline = true, true, true
 	r := conn("reset", 1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, fastConn, cmdReset)
 	r.noAuth, r.noMulti = true, true
 	conn("multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"}, cmdMulti).noMulti = true
@@ -71,7 +71,7 @@ func init() {
 		"help":                {name: "help", arity: 2},
 	}
 	conn("command", -1, []string{"loading", "stale"}, []string{"@slow", "@connection"}, cmdCommand)
-	conn("readonly", 1, []string{"loading", "stale", "fast"}, fastConn, func(s *session, a [][]byte) { s.w.Simple("OK") })
+	conn("readonly", 1, []string{"loading", "stale", "fast"}, fastConn, func(s *session, a [][]byte) { s.w.Simple("OK") }).inline = true
 	conn("consistency", -1, []string{"fast"}, fastConn, cmdConsistency)
 	conn("time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, func(s *session, a [][]byte) {
 		now := s.srv.opts.Now()

@@ -197,6 +197,11 @@ func cmdMonitor(s *session, a [][]byte) {
 		s.w.Error("ERR MONITOR isn't allowed for DENY BLOCKING client")
 		return
 	}
+	// Other goroutines write a monitor's lines: it leaves its event loop.
+	if err := s.detach(); err != nil {
+		s.w.Error("ERR " + err.Error())
+		return
+	}
 	s.w.Simple("OK")
 	if q := s.adm.quiet; q >= 0 {
 		s.w.buf = s.w.buf[:q] // CLIENT REPLY OFF: the +OK is not sent

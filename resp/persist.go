@@ -197,7 +197,7 @@ func (s *session) debugAllowed() bool {
 	case "yes":
 		return true
 	case "local":
-		return s.srv.opts.Local(s.nc.RemoteAddr())
+		return s.srv.opts.Local(s.raddr)
 	}
 	return false
 }

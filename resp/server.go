@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/internal/ratelog"
 	"github.com/bfserver/bfserver/keyspace"
 )
@@ -30,6 +31,12 @@ type Backend interface {
 	Barrier(ctx context.Context, stale bool) (until time.Time, err error)
 	// State is the local keyspace that reads are served from.
 	State() *keyspace.Keyspace
+}
+
+// immediateWriter is a Backend whose Write never waits (an in-memory
+// store): writes run on the event loops too.
+type immediateWriter interface {
+	WritesImmediately() bool
 }
 
 // instantReader is a Backend that can tell at once, without a context,
@@ -140,6 +147,11 @@ type Options struct {
 	// EnableDebugCommand is enable-debug-command: "no" (the default, as in
 	// Redis), "yes", or "local" (loopback clients only).
 	EnableDebugCommand string
+	// NoEventLoop serves every connection from a goroutine of its own.
+	// Default false: plain TCP connections are served by event loops
+	// where the platform has them (Linux), one per GOMAXPROCS; TLS
+	// connections always have a goroutine each.
+	NoEventLoop bool
 }
 
 // Validate fills the defaults and refuses settings outside their ranges.
@@ -237,6 +249,11 @@ type Server struct {
 	acceptFailed ratelog.Log   // accept errors, logged at most once a second
 	negatives    atomic.Int64  // membership checks answered 0
 	adm          serverAdmin   // the operators' state (admin.go)
+	// loops serve plain TCP connections (nil: a goroutine each);
+	// inlineWrites says the backend's writes never wait, so they run on
+	// the loops too.
+	loops        *evloop.Group
+	inlineWrites bool
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -253,6 +270,9 @@ func New(opts Options, b Backend) (*Server, error) {
 	s.stale.Store(opts.Stale)
 	if c, ok := b.(Cluster); ok {
 		s.cluster = c
+	}
+	if w, ok := b.(immediateWriter); ok {
+		s.inlineWrites = w.WritesImmediately()
 	}
 	s.seeds = opts.Users
 	if opts.ACLFile != "" {
@@ -298,6 +318,15 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close.
 func (s *Server) Serve() error {
+	if !s.opts.NoEventLoop && s.opts.TLS == nil && evloop.Supported {
+		g, err := evloop.Start(loopHandler{s}, evloop.Options{})
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.loops = g
+		s.mu.Unlock()
+	}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -349,6 +378,10 @@ func (s *Server) Serve() error {
 			s.refuse(nc, "-ERR max number of clients reached\r\n")
 			continue
 		}
+		if s.loops != nil {
+			s.adopt(nc)
+			continue
+		}
 		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
@@ -374,20 +407,31 @@ func (s *Server) Close() error {
 	for _, c := range s.clients {
 		c.kill()
 	}
+	loops := s.loops
 	s.mu.Unlock()
 	s.wg.Wait()
+	if loops != nil {
+		loops.Stop()
+	}
 	return err
+}
+
+// refuseUnprotected answers a client protected mode keeps out.
+func (s *Server) refuseUnprotected(nc net.Conn) bool {
+	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
+		s.stats.rejected.Add(1)
+		nc.Write([]byte("-" + msgDenied + "\r\n"))
+		return true
+	}
+	return false
 }
 
 func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
-	s.mu.Lock()
-	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
-		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte("-" + msgDenied + "\r\n"))
+	if s.refuseUnprotected(nc) {
 		return
 	}
+	s.mu.Lock()
 	sess := newSession(s, nc)
 	s.clients[sess.id] = sess
 	s.mu.Unlock()
@@ -399,7 +443,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.clients, sess.id)
 		s.mu.Unlock()
 	}()
-	sess.loop()
+	sess.loop(nil)
 }
 
 // refuse answers a connection beyond maxclients with Redis's error and

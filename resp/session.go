@@ -3,13 +3,13 @@ package resp
 import (
 	"context"
 	"net"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/scalable"
 )
@@ -17,8 +17,13 @@ import (
 // session is one client connection's state. Only its own goroutine touches
 // it, except the fields CLIENT LIST reads, which are atomic or immutable.
 type session struct {
-	srv     *Server
+	srv *Server
+	// nc is the connection of a session served by a goroutine of its own
+	// (TLS, MONITOR, or with the event loops off); ev that of one served
+	// by an event loop. Exactly one of them is set.
 	nc      net.Conn
+	ev      *evloop.Conn
+	raddr   net.Addr
 	id      int64
 	created time.Time
 	w       Writer
@@ -70,6 +75,15 @@ type session struct {
 	barrierUntil time.Time
 	// part is the progress of a command split across reads.
 	part partial
+	// args is the parser's argument list, reused command after command.
+	args [][]byte
+	// inline: the batch runs on an event loop, which must not wait; a
+	// command that could is left for a goroutine (parked, below), and
+	// parkNow says one was found after it started (its lease ended).
+	inline, parkNow bool
+	// detachedOut is output an event loop held when MONITOR took the
+	// connection out of it: it goes out first.
+	detachedOut []byte
 	// readCmd and readRes are reused by every read, so the read path
 	// allocates nothing per request.
 	readCmd command.Cmd
@@ -83,7 +97,7 @@ type session struct {
 }
 
 func newSession(s *Server, nc net.Conn) *session {
-	sess := &session{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now(), stale: s.stale.Load()}
+	sess := &session{srv: s, nc: nc, raddr: nc.RemoteAddr(), id: s.nextID.Add(1), created: time.Now(), stale: s.stale.Load()}
 	sess.setDefaultAuth()
 	sess.w.proto = 2
 	empty := ""
@@ -126,16 +140,21 @@ func (s *session) refreshUser() bool {
 // authRequired: not while the default user is on without a password).
 func (s *session) needAuth() bool { return !s.authed && !s.srv.acl().open }
 
-func (s *session) loop() {
+// loop serves a connection from its own goroutine, starting with the
+// input in buf (what an event loop had not consumed when the session left
+// it).
+func (s *session) loop(buf []byte) {
 	defer func() {
 		// A bug must cost one connection, never the server.
 		if r := recover(); r != nil {
-			s.srv.opts.Logger.Error("panic serving client", "client", s.id, "panic", r, "stack", string(debug.Stack()))
-			s.nc.Write([]byte("-ERR internal error\r\n"))
+			s.internalError(r)
 		}
 	}()
-	buf := make([]byte, 0, 16<<10)
-	var args [][]byte
+	if cap(buf) < 16<<10 {
+		nb := make([]byte, len(buf), 16<<10)
+		copy(nb, buf)
+		buf = nb
+	}
 	lim := &s.srv.opts.Limits
 	for !s.closing {
 		if len(buf) == cap(buf) {
@@ -157,40 +176,9 @@ func (s *session) loop() {
 		}
 		buf = buf[:len(buf)+n]
 		s.noteRead(n, len(buf), cap(buf))
-		pos := 0
-		s.barrierDone = false
-		s.now = s.srv.opts.Now()
-		for !s.closing {
-			s.adm.qnow = len(buf) - pos
-			a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), args, &s.part)
-			if perr == errIncomplete {
-				break
-			}
-			if perr != nil {
-				s.flushPending()
-				s.w.Error(perr.Error())
-				s.closing = true
-				break
-			}
-			pos += used
-			if a == nil {
-				continue
-			}
-			args = a
-			s.dispatch(a)
-		}
-		s.flushPending()
-		s.settle()
-		if len(s.w.buf) > 0 {
-			if err := s.sendOut(); err != nil {
-				return
-			}
-			s.endBatch()
-			if cap(s.w.buf) > 1<<20 {
-				s.w.buf = nil
-			} else {
-				s.w.buf = s.w.buf[:0]
-			}
+		pos, _ := s.batch(buf, false)
+		if s.sendBatch() != nil {
+			return
 		}
 		// Keep the unparsed tail; args alias buf, but every command has run.
 		if s.lostBuf {
@@ -209,6 +197,66 @@ func (s *session) loop() {
 			buf = nb
 		}
 	}
+}
+
+// batch runs the complete commands at the start of buf, in order, and
+// renders their replies; it returns the bytes they took. Inline (on an
+// event loop) it stops before a command that could wait and reports
+// park: that command and what follows are left for a goroutine.
+func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
+	lim := &s.srv.opts.Limits
+	s.inline = inline
+	s.barrierDone = false
+	s.now = s.srv.opts.Now()
+	for !s.closing {
+		s.adm.qnow = len(buf) - pos
+		a, used, perr := parseCommand(buf[pos:], lim, !s.needAuth(), s.args, &s.part)
+		if perr == errIncomplete {
+			break
+		}
+		if perr != nil {
+			s.flushPending()
+			s.w.Error(perr.Error())
+			s.closing = true
+			break
+		}
+		if a == nil {
+			pos += used
+			continue
+		}
+		s.args = a
+		if inline && !s.inlineOK(a) {
+			park = true
+			break
+		}
+		s.dispatch(a)
+		if s.parkNow {
+			s.parkNow, park = false, true
+			break
+		}
+		pos += used
+	}
+	s.flushPending()
+	s.settle()
+	s.inline = false
+	return pos, park
+}
+
+// sendBatch writes the replies the batch rendered.
+func (s *session) sendBatch() error {
+	if len(s.w.buf) == 0 {
+		return nil
+	}
+	if err := s.sendOut(); err != nil {
+		return err
+	}
+	s.endBatch()
+	if cap(s.w.buf) > 1<<20 {
+		s.w.buf = nil
+	} else {
+		s.w.buf = s.w.buf[:0]
+	}
+	return nil
 }
 
 // dispatch runs one command. It is where Redis's checks happen, in Redis's
@@ -358,6 +406,13 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		return
 	}
 	if c.Op.IsWrite() {
+		if s.inline && !s.srv.inlineWrites {
+			// A write the loop cannot wait for (inlineOK goes by the
+			// command's flags; this goes by what it parsed to).
+			s.releaseNeed()
+			s.parkNow = true
+			return
+		}
 		// The parser reuses its argument slice for the next command; a
 		// command that waits in the batch keeps its own copy of the list
 		// (the bytes themselves stay put until the batch is answered).
@@ -375,6 +430,9 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	s.flushPending()
 	from := len(s.w.buf)
 	if err := s.leasedRead(func() { s.srv.backend.State().ReadInto(c, &s.readRes) }); err != nil {
+		if err == errParked {
+			return // served again from a goroutine
+		}
 		s.w.Error(wireError(err))
 		s.account(sp, args, from)
 		return
@@ -487,12 +545,20 @@ const maxLeaseRetries = 3
 // cannot answer from a state a new leader has moved past.
 func (s *session) leasedRead(read func()) error {
 	for try := 0; ; try++ {
+		if s.inline && !s.barrierDone && !s.stale {
+			s.parkNow = true // the barrier would wait: not on the loop
+			return errParked
+		}
 		if err := s.readBarrier(); err != nil {
 			return err
 		}
 		read()
 		if s.leaseHeld() {
 			return nil
+		}
+		if s.inline {
+			s.parkNow = true
+			return errParked
 		}
 		if try == maxLeaseRetries {
 			return command.ErrReadTimeout

@@ -34,6 +34,9 @@ type spec struct {
 	noMulti bool
 	// noAuth commands run before authentication.
 	noAuth bool
+	// inline: a command that does not touch the keyspace (run) and never
+	// waits, so an event loop runs it itself (resp/evloop.go).
+	inline bool
 	// stats counts calls, errors and latency (INFO commandstats, metrics).
 	stats *cmdStats
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
