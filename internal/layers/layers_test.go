@@ -22,12 +22,14 @@ var rules = []struct {
 	{"rdb", nil, []string{"net", "os", "log"}},
 	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"internal/ratelog", nil, []string{"net", "os"}},
+	// I/O only: it knows sockets, not the protocol they carry.
+	{"internal/evloop", nil, nil},
 	{"command", []string{"internal/wire"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
 	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
