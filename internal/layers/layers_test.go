@@ -29,7 +29,9 @@ var rules = []struct {
 	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
 	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	// The wire protocol alone: framing, limits, replies; no server state.
+	{"resp", nil, []string{"net", "os", "log", "time"}},
+	{"server", []string{"resp", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
