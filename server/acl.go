@@ -113,6 +113,7 @@ func initACL() {
 // aclLookup finds a command by its name in a rule ("bf.add",
 // "CONFIG|GET"), as Redis's ACLLookupCommand: any case, at most one '|'.
 func aclLookup(name string) *aclCmd {
+	commandTable()
 	base, sub, pipe := strings.Cut(asciiLower(name), "|")
 	ac := aclTable.byName[base]
 	if ac == nil || !pipe {

@@ -14,7 +14,7 @@ import (
 // The ACL command, as Redis 8's: every subcommand, with COMMAND INFO's
 // arities. SETUSER and DELUSER go through the log (Backend.Write), so
 // every node has the same users; LOG is this node's own, as in Redis.
-func init() {
+func registerACLCommands() {
 	sub := func(name string, arity int, run func(*session, [][]byte)) *spec {
 		return &spec{name: name, arity: arity, run: run}
 	}

@@ -267,7 +267,7 @@ func (s *session) settle() {
 				failed++
 			}
 		}
-		run[i].sp.stats.ranN(d, j-i, failed)
+		s.srv.statsOf(run[i].sp).ranN(d, j-i, failed)
 		for k := i; k < j; k++ {
 			s.slow(run[k].sp, run[k].args, d)
 		}
@@ -284,7 +284,7 @@ func (s *session) timed(sp *spec, args [][]byte, d time.Duration, failed bool) {
 	if failed {
 		f = 1
 	}
-	sp.stats.ranN(d, 1, f)
+	s.srv.statsOf(sp).ranN(d, 1, f)
 	s.slow(sp, args, d)
 }
 
@@ -312,7 +312,7 @@ func (s *session) rejected(args [][]byte, from int) {
 		s.srv.countError(s.w.Buf[from:])
 	}
 	if sp := lookedUp(args); sp != nil {
-		sp.stats.rejected.Add(1)
+		s.srv.statsOf(sp).rejected.Add(1)
 	}
 }
 
@@ -579,10 +579,10 @@ func (s *Server) lookups() (hits, misses int64) {
 func (s *Server) processed() int64 {
 	var n int64
 	for _, sp := range commands {
-		c, _, _, _ := sp.stats.sinceReset()
+		c, _, _, _ := s.statsOf(sp).sinceReset()
 		n += c
 		for _, sub := range sp.subs {
-			c, _, _, _ := sub.stats.sinceReset()
+			c, _, _, _ := s.statsOf(sub).sinceReset()
 			n += c
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 // The operators' membership commands. They exist only when the backend
 // replicates; nodes speak to each other on their own port.
-func init() {
+func registerCluster() {
 	admin := []string{"@admin", "@slow", "@dangerous"}
 	conn("bfbackup", 2, []string{"admin", "noscript"}, admin, cmdBackup)
 	conn("bfcluster", -2, nil, admin, nil).subs = map[string]*spec{

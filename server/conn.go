@@ -24,7 +24,7 @@ func conn(name string, arity int, flags []string, cats []string, run func(*sessi
 	return register(&spec{name: name, arity: arity, flags: flags, cats: cats, run: run})
 }
 
-func init() {
+func registerConn() {
 	fastConn := []string{"@fast", "@connection"}
 	conn("ping", -1, []string{"fast"}, fastConn, cmdPing).inline = true
 	conn("echo", 2, []string{"fast"}, fastConn, func(s *session, a [][]byte) { s.w.Bulk(a[1]) }).inline = true

@@ -23,7 +23,7 @@ var (
 	kRWAU       = []string{"RW", "access", "update"}
 )
 
-func init() {
+func registerFilters() {
 	module("bf.reserve", -4, flagsWrite, catBloomWF, kRW, parseBFReserve, renderOK)
 	module("bf.add", 3, flagsWrite, catBloomW, kRW, parseBFAdd(false), renderBools)
 	module("bf.madd", -3, flagsWrite, catBloomW, kRW, parseBFAdd(true), renderBools)

@@ -597,7 +597,7 @@ func (s *Server) infoModules(b *infoBuilder) {
 
 func (s *Server) infoCommandstats(b *infoBuilder) {
 	eachStat(func(full string, sp *spec) {
-		calls, failed, usec, rejected := sp.stats.sinceReset()
+		calls, failed, usec, rejected := s.statsOf(sp).sinceReset()
 		if calls == 0 && failed == 0 && rejected == 0 {
 			return
 		}
@@ -618,7 +618,7 @@ func (s *Server) infoErrorstats(b *infoBuilder) {
 
 func (s *Server) infoLatencystats(b *infoBuilder) {
 	eachStat(func(full string, sp *spec) {
-		h := sp.stats.hist.Load()
+		h := s.statsOf(sp).hist.Load()
 		if h == nil || h.count() == 0 {
 			return
 		}

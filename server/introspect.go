@@ -12,7 +12,7 @@ func pid() int { return os.Getpid() }
 // ("ERR unknown subcommand 'X'. Try COMMAND HELP.", "wrong number of
 // arguments for 'command|count' command"). This init runs after conn.go's,
 // which registers the bare COMMAND.
-func init() {
+func registerIntrospect() {
 	sub := func(name string, arity int, run func(*session, [][]byte)) *spec {
 		return &spec{name: name, arity: arity, run: run}
 	}

@@ -25,7 +25,7 @@ func keyCmd(name string, arity int, flags, cats []string, first, last, step int,
 		cats: cats, keyFlags: kRW, parse: parse, render: render})
 }
 
-func init() {
+func registerKeys() {
 	wr := []string{"write"}
 	wrFast := []string{"write", "fast"}
 	rdFast := []string{"readonly", "fast"}

@@ -40,7 +40,7 @@ func cmdConfigSet(s *session, a [][]byte) {
 // the latency monitor. bfserver's own metrics (/metrics) are counters
 // that never go down and are not reset.
 func (s *Server) resetStats() {
-	eachStat(func(_ string, sp *spec) { sp.stats.reset() })
+	eachStat(func(_ string, sp *spec) { s.statsOf(sp).reset() })
 	a := &s.adm
 	a.errs.reset()
 	for _, c := range s.clientList() {

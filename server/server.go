@@ -255,6 +255,9 @@ type Server struct {
 	// the loops too.
 	loops        *evloop.Group
 	inlineWrites bool
+	// cmdStats are the commands' counters (INFO commandstats, metrics),
+	// by ACL id.
+	cmdStats []cmdStats
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -262,8 +265,9 @@ func New(opts Options, b Backend) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	commandTable()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
-		refusing: make(chan struct{}, maxRefusing)}
+		refusing: make(chan struct{}, maxRefusing), cmdStats: make([]cmdStats, len(aclTable.list))}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))

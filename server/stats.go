@@ -25,6 +25,9 @@ type cmdStats struct {
 	hist                 atomic.Pointer[latencyHist]
 }
 
+// statsOf is a command's or subcommand's counters on this server.
+func (s *Server) statsOf(sp *spec) *cmdStats { return &s.cmdStats[sp.acl.id] }
+
 // ranN counts n runs that took d each, failed of them with an error.
 func (c *cmdStats) ranN(d time.Duration, n, failed int) {
 	c.calls.Add(int64(n))
@@ -172,9 +175,9 @@ func (s *Server) CommandStats() []CommandStat {
 	}
 	for _, name := range sortedKeys(commands) {
 		sp := commands[name]
-		add(name, sp.stats)
+		add(name, s.statsOf(sp))
 		for _, sub := range sortedKeys(sp.subs) {
-			add(name+"|"+sub, sp.subs[sub].stats)
+			add(name+"|"+sub, s.statsOf(sp.subs[sub]))
 		}
 	}
 	return out
@@ -219,7 +222,7 @@ func (s *session) endBatch() {
 		for j < len(s.acct) && s.acct[j].sp == s.acct[i].sp {
 			j++
 		}
-		s.acct[i].sp.stats.observeN(d, j-i)
+		s.srv.statsOf(s.acct[i].sp).observeN(d, j-i)
 		i = j
 	}
 	s.acct = s.acct[:0]

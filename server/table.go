@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -38,8 +39,6 @@ type spec struct {
 	// inline: a command that does not touch the keyspace (run) and never
 	// waits, so an event loop runs it itself (server/evloop.go).
 	inline bool
-	// stats counts calls, errors and latency (INFO commandstats, metrics).
-	stats *cmdStats
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
@@ -55,22 +54,50 @@ func (sp *spec) checkArity(n int) bool {
 	return n >= -sp.arity
 }
 
-var commands = map[string]*spec{}
+// commands is the command table, by name: built once by buildTable, when
+// first asked for (commandTable), and read-only from then on. Each file
+// registers its commands from a function buildTable calls in a fixed
+// order, not from init functions, so nothing depends on the order Go runs
+// those in; what changes at run time (counters) is each Server's.
+var (
+	commands  map[string]*spec
+	tableOnce sync.Once
+)
+
+// commandTable is the command table, built if need be.
+func commandTable() map[string]*spec {
+	tableOnce.Do(buildTable)
+	return commands
+}
+
+func buildTable() {
+	commands = map[string]*spec{}
+	registerConn()
+	registerFilters()
+	registerKeys()
+	registerWindows()
+	registerStrlen()
+	registerIntrospect()
+	registerACLCommands()
+	registerCluster()
+	// The operators' commands extend containers registered above.
+	registerAdmin()
+	initSpecs()
+	initAdmin()
+}
 
 func register(sp *spec) *spec {
 	commands[sp.name] = sp
 	return sp
 }
 
-// initStats gives every command and subcommand its counters; it runs once
-// the table is complete (zz_stats_init.go).
-func initStats() {
+// initSpecs completes every command and subcommand once the table is:
+// full names, flags, ACL ids and categories.
+func initSpecs() {
 	for _, sp := range commands {
-		sp.stats = new(cmdStats)
 		sp.denyOOM = slices.Contains(sp.flags, "denyoom")
 		sp.full = sp.name
 		for _, sub := range sp.subs {
-			sub.stats = new(cmdStats)
 			sub.denyOOM = slices.Contains(sub.flags, "denyoom")
 			sub.full, sub.parent = sp.name+"|"+sub.name, sp
 		}
@@ -79,6 +106,7 @@ func initStats() {
 }
 
 func lookupSpec(name []byte) *spec {
+	commandTable()
 	var buf [32]byte
 	if len(name) > len(buf) {
 		return commands[strings.ToLower(string(name))]

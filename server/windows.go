@@ -35,7 +35,7 @@ var (
 	catWindowRS = []string{"@read", "@slow"}
 )
 
-func init() {
+func registerWindows() {
 	wr := []string{"write", "denyoom"}
 	rd := []string{"readonly", "fast"}
 	own := func(name string, arity int, flags, cats, keyFlags []string,
