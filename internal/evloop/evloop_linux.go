@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,11 +41,6 @@ type loop struct {
 	// stopping: Stop was called; the loop ends once its last connection
 	// is closed (a parked one when it is resumed).
 	stopping bool
-	// ep is the epoll descriptor as Go's poller knows it: the loop
-	// waits for it to be readable there (nested), never in a system call
-	// of its own.
-	ep syscall.RawConn
-	epf *os.File
 }
 
 type reqKind uint8
@@ -126,29 +120,9 @@ func newLoop(g *Group) (*loop, error) {
 		unix.Close(efd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	l := &loop{g: g, epfd: epfd, efd: efd, conns: map[int]*Conn{}, rbuf: make([]byte, g.opts.ReadSize)}
-	if os.Getenv("BFSERVER_EVLOOP_WAIT") == "poller" {
-		if err := unix.SetNonblock(epfd, true); err != nil {
-			return nil, err
-		}
-		l.epf = os.NewFile(uintptr(epfd), "epoll")
-		rc, err := l.epf.SyscallConn()
-		if err != nil {
-			return nil, err
-		}
-		l.ep = rc
-	}
-	return l, nil
+	return &loop{g: g, epfd: epfd, efd: efd, conns: map[int]*Conn{}, rbuf: make([]byte, g.opts.ReadSize)}, nil
 }
 
-// epollNow returns the events ready now, without waiting.
-func epollNow(epfd int, events []unix.EpollEvent) (int, error) {
-	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
 
 // Stop closes every connection and ends the loops; a parked connection
 // is closed when it is resumed, and Stop waits for that.
@@ -315,33 +289,14 @@ func (l *loop) post(r request) {
 
 func (l *loop) run() {
 	defer func() {
-		if l.epf != nil {
-			l.epf.Close()
-		} else {
-			unix.Close(l.epfd)
-		}
+		unix.Close(l.epfd)
 		unix.Close(l.efd)
 	}()
 	events := make([]unix.EpollEvent, 256)
 	var reqs []request
 	msec := -1
 	for {
-		var n int
-		var err error
-		if l.ep != nil {
-			rerr := l.ep.Read(func(uintptr) bool {
-				n, err = epollNow(l.epfd, events)
-				return n != 0 || (err != nil && err != unix.EINTR)
-			})
-			if rerr != nil {
-				panic(rerr)
-			}
-			if n == 0 {
-				continue
-			}
-		} else {
-			n, err = unix.EpollWait(l.epfd, events, msec)
-		}
+		n, err := unix.EpollWait(l.epfd, events, msec)
 		if n <= 0 {
 			if err != nil && err != unix.EINTR {
 				panic(os.NewSyscallError("epoll_wait", err)) // EBADF, EFAULT: a bug, not a condition
