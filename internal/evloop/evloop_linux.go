@@ -123,7 +123,6 @@ func newLoop(g *Group) (*loop, error) {
 	return &loop{g: g, epfd: epfd, efd: efd, conns: map[int]*Conn{}, rbuf: make([]byte, g.opts.ReadSize)}, nil
 }
 
-
 // Stop closes every connection and ends the loops; a parked connection
 // is closed when it is resumed, and Stop waits for that.
 func (g *Group) Stop() {
