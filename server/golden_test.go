@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/golden"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/memstore"
@@ -28,11 +30,50 @@ func (c *clock) advance(d int64) { c.ms.Add(d) }
 func newClock() *clock           { c := &clock{}; c.ms.Store(1_800_000_000_000); return c }
 func startServer(t testing.TB, clk *clock) *server.Server {
 	t.Helper()
-	opts := server.Options{Addr: "127.0.0.1:0"}
+	return startServerIn(t, clk, ioLoop)
+}
+
+// How a test server serves its connections: from event loops with a
+// backend that never waits (every command runs on the loop), from event
+// loops with one that may (writes and reads are parked to a goroutine, as
+// with a replicated log), or a goroutine per connection.
+type ioMode string
+
+const (
+	ioLoop      ioMode = "loop"
+	ioParked    ioMode = "parked"
+	ioGoroutine ioMode = "goroutine"
+)
+
+var ioModes = []ioMode{ioLoop, ioParked, ioGoroutine}
+
+// waiting is a memstore that does not say its writes and reads never
+// wait, so an event loop parks them, as it does a replicated log's.
+type waiting struct{ st *memstore.Store }
+
+func (w waiting) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
+	return w.st.Write(ctx, cmds)
+}
+func (w waiting) Barrier(ctx context.Context, stale bool) (time.Time, error) {
+	return w.st.Barrier(ctx, stale)
+}
+func (w waiting) State() *keyspace.Keyspace { return w.st.State() }
+func (w waiting) Users() (uint64, map[string][]string, <-chan struct{}) {
+	return w.st.Users()
+}
+func (w waiting) UsersVersion() uint64 { return w.st.UsersVersion() }
+
+func startServerIn(t testing.TB, clk *clock, mode ioMode) *server.Server {
+	t.Helper()
+	opts := server.Options{Addr: "127.0.0.1:0", NoEventLoop: mode == ioGoroutine}
 	if clk != nil {
 		opts.Now = clk.now
 	}
-	srv := newServer(t, opts, memstore.New())
+	var b server.Backend = memstore.New()
+	if mode == ioParked {
+		b = waiting{memstore.New()}
+	}
+	srv := newServer(t, opts, b)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,16 +167,18 @@ func TestGoldenTranscripts(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		files = append(files, fmt.Sprintf("random-%03d.jsonl", i))
 	}
-	for _, f := range files {
-		t.Run(f, func(t *testing.T) {
-			recs, err := golden.Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clk := newClock()
-			srv := startServer(t, clk)
-			replay(t, clk, dial(t, srv), recs)
-		})
+	for _, mode := range ioModes {
+		for _, f := range files {
+			t.Run(string(mode)+"/"+f, func(t *testing.T) {
+				recs, err := golden.Load(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				clk := newClock()
+				srv := startServerIn(t, clk, mode)
+				replay(t, clk, dial(t, srv), recs)
+			})
+		}
 	}
 }
 
@@ -308,7 +351,12 @@ func TestActiveExpiry(t *testing.T) {
 // TestPipelinedWrites: many writes arriving in one read are batched
 // together, and each keeps its own arguments.
 func TestPipelinedWrites(t *testing.T) {
-	srv := startServer(t, nil)
+	for _, mode := range ioModes {
+		t.Run(string(mode), func(t *testing.T) { testPipelinedWrites(t, startServerIn(t, nil, mode)) })
+	}
+}
+
+func testPipelinedWrites(t *testing.T, srv *server.Server) {
 	cl := dial(t, srv)
 	var buf bytes.Buffer
 	const n = 500
