@@ -65,7 +65,6 @@ type aclCmd struct {
 	parent *aclCmd
 	subs   map[string]*aclCmd
 	sp     *spec
-	info   *commandInfo
 	noAuth bool
 }
 
@@ -83,12 +82,11 @@ func initACL() {
 	aclTable.byName = map[string]*aclCmd{}
 	aclTable.list = nil
 	add := func(full string, sp *spec, parent *aclCmd) *aclCmd {
-		in := infoOf(full, sp)
-		cats := in.cats
-		if cats == nil && parent != nil && infoTable[full] == nil {
+		cats := sp.meta.Info.Categories
+		if cats == nil && parent != nil && !sp.meta.Captured {
 			cats = parent.sp.cats
 		}
-		ac := &aclCmd{id: len(aclTable.list), full: full, parent: parent, sp: sp, info: in,
+		ac := &aclCmd{id: len(aclTable.list), full: full, parent: parent, sp: sp,
 			noAuth: sp.noAuth || slices.Contains(sp.flags, "no_auth")}
 		for _, c := range cats {
 			ac.cats |= categoryBit(strings.TrimPrefix(c, "@"))
@@ -803,7 +801,7 @@ func (k *keyRefs) find(ac *aclCmd, args [][]byte) {
 		return
 	}
 	k.done = true
-	pos, flags := keyPositions(ac.full, ac.info, args)
+	pos, flags := ac.sp.meta.Keys(args)
 	k.pos = pos
 	for _, f := range flags {
 		k.perms = append(k.perms, keyPerm(f))
@@ -830,7 +828,7 @@ func (sel *selector) check(ac *aclCmd, args [][]byte, keys *keyRefs) (int, int) 
 			return aclDeniedCmd, 0
 		}
 	}
-	if !sel.allKeys && len(ac.info.keySpecs) > 0 {
+	if !sel.allKeys && len(ac.sp.meta.Info.KeySpecs) > 0 {
 		keys.find(ac, args)
 		for i, p := range keys.pos {
 			if !sel.keyAllowed(args[p], keys.perms[i]) {

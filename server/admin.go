@@ -70,7 +70,7 @@ type adminFlags struct {
 // complete, after initStats.
 func initAdmin() {
 	set := func(full string, sp *spec) {
-		f := infoOf(full, sp).flags
+		f := sp.meta.Info.Flags
 		has := func(n string) bool { return slices.Contains(f, n) }
 		sp.af = adminFlags{fast: has("fast"), admin: has("admin"), skipMonitor: has("skip_monitor"),
 			skipSlowlog: has("skip_slowlog"), noMulti: has("no_multi"), write: has("write"),

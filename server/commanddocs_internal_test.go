@@ -20,24 +20,24 @@ var catsRegisteredElsewhere = map[string]bool{
 // the ACL categories.
 func TestSpecsAgreeWithInfo(t *testing.T) {
 	check := func(full string, sp *spec) {
-		in := infoTable[full]
-		if in == nil {
+		if !sp.meta.Captured {
 			return
 		}
-		if in.arity != sp.arity {
-			t.Errorf("%s: registered arity %d, COMMAND INFO %d", full, sp.arity, in.arity)
+		in := sp.meta.Info
+		if in.Arity != sp.arity {
+			t.Errorf("%s: registered arity %d, COMMAND INFO %d", full, sp.arity, in.Arity)
 		}
-		if sp.flags != nil && slices.Contains(in.flags, "denyoom") != slices.Contains(sp.flags, "denyoom") {
-			t.Errorf("%s: deny-oom registered %v, COMMAND INFO flags %v", full, sp.flags, in.flags)
+		if sp.flags != nil && slices.Contains(in.Flags, "denyoom") != slices.Contains(sp.flags, "denyoom") {
+			t.Errorf("%s: deny-oom registered %v, COMMAND INFO flags %v", full, sp.flags, in.Flags)
 		}
-		if sp.cats != nil && !slices.Equal(in.cats, sp.cats) && !catsRegisteredElsewhere[full] {
-			t.Errorf("%s: categories registered %v, COMMAND INFO %v", full, sp.cats, in.cats)
+		if sp.cats != nil && !slices.Equal(in.Categories, sp.cats) && !catsRegisteredElsewhere[full] {
+			t.Errorf("%s: categories registered %v, COMMAND INFO %v", full, sp.cats, in.Categories)
 		}
 	}
 	n := 0
 	for _, name := range sortedKeys(commands) {
 		sp := commands[name]
-		if infoTable[name] != nil {
+		if sp.meta.Captured {
 			n++
 		}
 		check(name, sp)
@@ -60,8 +60,8 @@ func TestDocsForEveryCommand(t *testing.T) {
 			fulls[name+"|"+sub] = sp.subs[sub]
 		}
 		for full, s := range fulls {
-			d := docOf(full, s)
-			if d.group == "" || (d.summary == "" && !s.module) {
+			d := s.meta.Doc
+			if d.Group == "" || (d.Summary == "" && !s.module) {
 				t.Errorf("%s: docs %+v", full, d)
 			}
 		}
@@ -89,19 +89,13 @@ func TestKeyPositions(t *testing.T) {
 		{"copy", b("copy", "a", "b", "DB", "1"), []int{1, 2}},
 	}
 	for _, c := range cases {
-		sp, full := lookupFull([]byte(c.full))
+		sp, _ := lookupFull([]byte(c.full))
 		if sp == nil {
 			t.Fatalf("%s not registered", c.full)
 		}
-		got, _ := keyPositions(full, infoOf(full, sp), c.args)
+		got, _ := sp.meta.Keys(c.args)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s %q: keys at %v, want %v", c.full, c.args, got, c.want)
 		}
-	}
-	if got := keyFlagsAt("set", keySpec{}, b("set", "k", "v", "get")); !slices.Equal(got, []string{"RW", "access", "update"}) {
-		t.Errorf("SET k v GET: flags %v", got)
-	}
-	if got := keyFlagsAt("set", keySpec{}, b("set", "k")); !slices.Equal(got, []string{"OW", "update"}) {
-		t.Errorf("SET k: flags %v", got)
 	}
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"os"
 	"strings"
+
+	"github.com/bfserver/bfserver/cmdinfo"
 )
 
 func pid() int { return os.Getpid() }
@@ -32,7 +34,7 @@ func cmdCommand(s *session, a [][]byte) {
 	names := sortedKeys(commands)
 	s.w.Array(len(names))
 	for _, n := range names {
-		commands[n].writeInfo(&s.w, n)
+		commands[n].meta.WriteInfo(&s.w)
 	}
 }
 
@@ -58,8 +60,8 @@ func cmdCommandInfo(s *session, a [][]byte) {
 	}
 	s.w.Array(len(a) - 2)
 	for _, n := range a[2:] {
-		if sp, full := lookupFull(n); sp != nil {
-			sp.writeInfo(&s.w, full)
+		if sp, _ := lookupFull(n); sp != nil {
+			sp.meta.WriteInfo(&s.w)
 		} else {
 			s.w.Null()
 		}
@@ -86,7 +88,7 @@ func cmdCommandDocs(s *session, a [][]byte) {
 	s.w.Map(len(list))
 	for _, e := range list {
 		s.w.BulkString(e.full)
-		writeDoc(&s.w, e.full, e.sp)
+		e.sp.meta.WriteDoc(&s.w)
 	}
 }
 
@@ -101,10 +103,10 @@ func cmdCommandList(s *session, a [][]byte) {
 		arg := string(a[4])
 		switch strings.ToLower(string(a[3])) {
 		case "module":
-			keep = func(full string, sp *spec) bool { return strings.EqualFold(docOf(full, sp).module, arg) }
+			keep = func(full string, sp *spec) bool { return strings.EqualFold(sp.meta.Doc.Module, arg) }
 		case "aclcat":
 			keep = func(full string, sp *spec) bool {
-				for _, c := range infoOf(full, sp).cats {
+				for _, c := range sp.meta.Info.Categories {
 					if strings.EqualFold(strings.TrimPrefix(c, "@"), arg) {
 						return true
 					}
@@ -154,16 +156,16 @@ func cmdGetKeys(s *session, args [][]byte, withFlags bool) {
 		s.w.Error("ERR Invalid command specified")
 		return
 	}
-	in := infoOf(full, sp)
-	if len(in.keySpecs) == 0 {
+	in := sp.meta.Info
+	if len(in.KeySpecs) == 0 {
 		s.w.Error("ERR The command has no key arguments")
 		return
 	}
-	if (in.arity > 0 && in.arity != len(args)) || len(args) < -in.arity {
+	if (in.Arity > 0 && in.Arity != len(args)) || len(args) < -in.Arity {
 		s.w.Error("ERR Invalid number of arguments specified for command")
 		return
 	}
-	pos, flags := keyPositions(full, in, args)
+	pos, flags := sp.meta.Keys(args)
 	if len(pos) == 0 {
 		s.w.Error("ERR Invalid arguments specified for command")
 		return
@@ -176,51 +178,8 @@ func cmdGetKeys(s *session, args [][]byte, withFlags bool) {
 		}
 		s.w.Array(2)
 		s.w.Bulk(args[p])
-		writeSimpleSet(&s.w, flags[i])
+		cmdinfo.WriteFlags(&s.w, flags[i])
 	}
-}
-
-// keyPositions finds a command's keys from its key specs, as Redis's
-// getKeysUsingKeySpecs does for begin_search index / find_keys range specs.
-// A spec that does not fit the arguments makes the whole answer empty.
-func keyPositions(full string, in *commandInfo, args [][]byte) ([]int, [][]string) {
-	var pos []int
-	var flags [][]string
-	argc := len(args)
-	for _, ks := range in.keySpecs {
-		first := ks.index
-		var last int
-		switch {
-		case ks.lastKey >= 0:
-			last = first + ks.lastKey
-		case ks.limit == 0:
-			last = argc + ks.lastKey
-		default:
-			last = first + ((argc-first)/ks.limit + ks.lastKey)
-		}
-		if last >= argc || last < first || first >= argc {
-			return nil, nil
-		}
-		for i := first; i <= last; i += max(ks.keyStep, 1) {
-			pos = append(pos, i)
-			flags = append(flags, keyFlagsAt(full, ks, args))
-		}
-	}
-	return pos, flags
-}
-
-// keyFlagsAt is a key's flags. SET's spec has variable flags: Redis's
-// setGetKeys reports RW access update with GET, OW update without.
-func keyFlagsAt(full string, ks keySpec, args [][]byte) []string {
-	if full != "set" {
-		return ks.flags
-	}
-	for _, a := range args[min(3, len(args)):] {
-		if strings.EqualFold(string(a), "get") {
-			return []string{"RW", "access", "update"}
-		}
-	}
-	return []string{"OW", "update"}
 }
 
 var commandHelp = []string{

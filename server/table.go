@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bfserver/bfserver/cmdinfo"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -43,6 +44,8 @@ type spec struct {
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
 	acl *aclCmd
+	// meta is what COMMAND INFO and DOCS say of it (cmdinfo.Describe).
+	meta *cmdinfo.Command
 	// af: the flags the operators' features read (admin.go).
 	af adminFlags
 }
@@ -97,12 +100,22 @@ func initSpecs() {
 	for _, sp := range commands {
 		sp.denyOOM = slices.Contains(sp.flags, "denyoom")
 		sp.full = sp.name
+		var subs []*cmdinfo.Command
 		for _, sub := range sp.subs {
 			sub.denyOOM = slices.Contains(sub.flags, "denyoom")
 			sub.full, sub.parent = sp.name+"|"+sub.name, sp
+			sub.meta = cmdinfo.Describe(sub.declared(), nil)
+			subs = append(subs, sub.meta)
 		}
+		sp.meta = cmdinfo.Describe(sp.declared(), subs)
 	}
 	initACL()
+}
+
+// declared is what the registration says of a command, for cmdinfo.
+func (sp *spec) declared() cmdinfo.Declared {
+	return cmdinfo.Declared{Full: sp.full, Arity: sp.arity, Flags: sp.flags, First: sp.first, Last: sp.last, Step: sp.step,
+		Categories: sp.cats, KeyFlags: sp.keyFlags, Module: sp.module}
 }
 
 func lookupSpec(name []byte) *spec {

@@ -31,7 +31,10 @@ var rules = []struct {
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
 	// The wire protocol alone: framing, limits, replies; no server state.
 	{"resp", nil, []string{"net", "os", "log", "time"}},
-	{"server", []string{"resp", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	// What clients and ACL rules know of each command: data, and the
+	// replies that render it.
+	{"cmdinfo", []string{"resp"}, []string{"net", "os", "log", "time"}},
+	{"server", []string{"resp", "cmdinfo", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
