@@ -346,3 +346,32 @@ func (c *Command) keyFlagsAt(ks KeySpec, args [][]byte) []string {
 	}
 	return []string{"OW", "update"}
 }
+
+// Captured describes every command Redis has an entry for, subcommands
+// included, in name order: a table for tools and tests that need Redis's
+// commands without a server's.
+func Captured() []*Command {
+	var out []*Command
+	for _, name := range sortedNames() {
+		if strings.Contains(name, "|") {
+			continue
+		}
+		var subs []*Command
+		for _, sub := range sortedNames() {
+			if strings.HasPrefix(sub, name+"|") {
+				subs = append(subs, Describe(Declared{Full: sub}, nil))
+			}
+		}
+		out = append(out, Describe(Declared{Full: name}, subs))
+	}
+	return out
+}
+
+func sortedNames() []string {
+	names := make([]string, 0, len(infoTable))
+	for n := range infoTable {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

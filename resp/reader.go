@@ -1,3 +1,7 @@
+// Package resp is the Redis protocol on the wire: requests parsed with
+// every length checked against limits before it is used, resumable
+// across reads (a command that arrives in pieces is parsed once), and
+// replies written in RESP2 or RESP3. It holds no server state.
 package resp
 
 import (

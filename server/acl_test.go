@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/server"
 )
@@ -142,7 +143,7 @@ func TestACLUserFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	srv := newServer(t, server.Options{Addr: "127.0.0.1:0", Users: []*server.User{app}}, store)
+	srv := newServer(t, server.Options{Addr: "127.0.0.1:0", Users: []*acl.User{app}}, store)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestACLUserFlags(t *testing.T) {
 	expect(t, c, [][2]string{{"BF.RESERVE app:2 0.01 100", "+OK\r\n"}})
 	// A second server over the same table (a restart) leaves the user as
 	// the table has it.
-	again := newServer(t, server.Options{Addr: "127.0.0.1:0", Users: []*server.User{app}}, store)
+	again := newServer(t, server.Options{Addr: "127.0.0.1:0", Users: []*acl.User{app}}, store)
 	defer again.Close()
 	if _, users, _ := store.Users(); !strings.HasSuffix(strings.Join(users["app"], " "), "+@bloom +bf.reserve") {
 		t.Fatalf("the flag's user replaced the table's: %q", users["app"])

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -43,20 +44,21 @@ func aclSyntaxError(s *session, a [][]byte) {
 func cmdACLCat(s *session, a [][]byte) {
 	switch len(a) {
 	case 2:
-		s.w.Array(len(aclCategories))
-		for _, c := range aclCategories {
+		cats := acl.Categories()
+		s.w.Array(len(cats))
+		for _, c := range cats {
 			s.w.BulkString(c)
 		}
 	case 3:
-		bit := categoryBit(cstr(string(a[2])))
+		bit := acl.CategoryBit(acl.CString(string(a[2])))
 		if bit == 0 {
-			s.w.Error("ERR Unknown category '" + sanitize(cstr(string(a[2])), 128) + "'")
+			s.w.Error("ERR Unknown category '" + sanitize(acl.CString(string(a[2])), 128) + "'")
 			return
 		}
 		var names []string
-		for _, ac := range aclTable.list {
-			if ac.cats&bit != 0 {
-				names = append(names, ac.full)
+		for _, ac := range aclTable.List {
+			if ac.Categories&bit != 0 {
+				names = append(names, ac.Full)
 			}
 		}
 		s.w.Array(len(names))
@@ -79,7 +81,7 @@ const maxSetUserTries = 16
 // in Redis, instead of one losing the other's.
 func cmdACLSetUser(s *session, a [][]byte) {
 	name := string(a[2])
-	if badUserName(name) {
+	if acl.BadName(name) {
 		s.w.Error("ERR Usernames can't contain spaces or null characters")
 		return
 	}
@@ -96,14 +98,14 @@ func cmdACLSetUser(s *session, a [][]byte) {
 		base := st.users[name]
 		expect, inTable := st.stored[name]
 		if base == nil {
-			base = newUser(name)
+			base = acl.NewUser(aclTable, name)
 		}
-		u, err := base.apply(ops, false)
+		u, err := base.Apply(ops, false)
 		if err != nil {
 			s.w.Error(err.Error())
 			return
 		}
-		res, msg := s.writeUsers(setUserCmd(name, u.storedRules(), expect, !inTable))
+		res, msg := s.writeUsers(setUserCmd(name, u.StoredRules(), expect, !inTable))
 		if msg != "" {
 			s.w.Error(msg)
 			return
@@ -168,39 +170,41 @@ func cmdACLGetUser(s *session, a [][]byte) {
 	}
 	s.w.Map(6)
 	s.w.BulkString("flags")
-	f := u.flags()
+	f := u.Flags()
 	s.w.Set(len(f))
 	for _, x := range f {
 		s.w.BulkString(x)
 	}
 	s.w.BulkString("passwords")
-	s.w.Array(len(u.passwords))
-	for _, p := range u.passwords {
+	pw := u.Passwords()
+	s.w.Array(len(pw))
+	for _, p := range pw {
 		s.w.BulkString(p)
 	}
-	writeSelector(&s.w, u.sels[0])
+	sels := u.Selectors()
+	writeSelector(&s.w, sels[0])
 	s.w.BulkString("selectors")
-	s.w.Array(len(u.sels) - 1)
-	for _, sel := range u.sels[1:] {
+	s.w.Array(len(sels) - 1)
+	for _, sel := range sels[1:] {
 		s.w.Map(3)
 		writeSelector(&s.w, sel)
 	}
 }
 
-func writeSelector(w *resp.Writer, sel *selector) {
+func writeSelector(w *resp.Writer, sel acl.SelectorText) {
 	w.BulkString("commands")
-	w.BulkString(sel.commandsText())
+	w.BulkString(sel.Commands)
 	w.BulkString("keys")
-	w.BulkString(sel.keysText())
+	w.BulkString(sel.Keys)
 	w.BulkString("channels")
-	w.BulkString(sel.channelsText())
+	w.BulkString(sel.Channels)
 }
 
 func cmdACLList(s *session, a [][]byte) {
 	st := s.srv.acl()
 	s.w.Array(len(st.names))
 	for _, n := range st.names {
-		s.w.BulkString(st.users[n].aclListLine())
+		s.w.BulkString(st.users[n].ListLine())
 	}
 }
 
@@ -217,7 +221,7 @@ func cmdACLUsers(s *session, a [][]byte) {
 func cmdACLDryRun(s *session, a [][]byte) {
 	u := s.srv.acl().users[string(a[2])]
 	if u == nil {
-		s.w.Error("ERR User '" + sanitize(cstr(string(a[2])), 1<<20) + "' not found")
+		s.w.Error("ERR User '" + sanitize(acl.CString(string(a[2])), 1<<20) + "' not found")
 		return
 	}
 	args := a[3:]
@@ -226,15 +230,15 @@ func cmdACLDryRun(s *session, a [][]byte) {
 		sp = sp.subs[strings.ToLower(string(args[1]))]
 	}
 	if sp == nil {
-		s.w.Error("ERR Command '" + sanitize(cstr(string(args[0])), 1<<20) + "' not found")
+		s.w.Error("ERR Command '" + sanitize(acl.CString(string(args[0])), 1<<20) + "' not found")
 		return
 	}
 	if !sp.checkArity(len(args)) {
-		s.w.Error(arityError(sp.acl.full))
+		s.w.Error(arityError(sp.acl.Full))
 		return
 	}
-	if r, pos := u.check(sp.acl, args); r != aclOK {
-		s.w.BulkString(aclDenial(r, u, sp.acl, args[pos], true))
+	if r, pos := u.Check(sp.acl, args); r != acl.OK {
+		s.w.BulkString(acl.Denial(r, u, sp.acl, args[pos], true))
 		return
 	}
 	s.w.Simple("OK")
@@ -329,12 +333,12 @@ type aclLog struct {
 	nextID  int64
 }
 
-var aclReasons = [...]string{aclDeniedCmd: "command", aclDeniedKey: "key", aclDeniedAuth: "auth", aclDeniedChannel: "channel"}
+var aclReasons = [...]string{acl.DeniedCmd: "command", acl.DeniedKey: "key", acl.DeniedAuth: "auth", acl.DeniedChannel: "channel"}
 
 // logDenial records a denial in the ACL LOG: the command's full name, the
 // key or channel, or for an authentication failure the command the client
 // sent (AUTH, HELLO) with the user it named.
-func (s *session) logDenial(reason int, object, user string) {
+func (s *session) logDenial(reason acl.Result, object, user string) {
 	ctx := aclCtxTopLevel
 	if s.multi {
 		ctx = aclCtxMulti
@@ -342,7 +346,7 @@ func (s *session) logDenial(reason int, object, user string) {
 	s.logDenialIn(reason, ctx, object, user)
 }
 
-func (s *session) logDenialIn(reason int, ctx, object, user string) {
+func (s *session) logDenialIn(reason acl.Result, ctx, object, user string) {
 	now := s.srv.opts.Now().UnixMilli()
 	s.srv.aclLog.add(&aclLogEntry{count: 1, reason: aclReasons[reason], context: ctx, object: object, user: user,
 		clientInfo: s.clientLine(true), created: now, updated: now})
@@ -375,7 +379,7 @@ func cmdACLLog(s *session, a [][]byte) {
 	switch len(a) {
 	case 2:
 	case 3:
-		if asciiFold(string(a[2]), "reset") {
+		if acl.CaseEqual(string(a[2]), "reset") {
 			l.mu.Lock()
 			l.entries = nil
 			l.mu.Unlock()

@@ -2,13 +2,13 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"syscall"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 
 	"github.com/bfserver/bfserver/internal/atomicfile"
@@ -23,59 +23,12 @@ import (
 
 // readACLFile parses the file as Redis's ACLLoadFromFile: every error is
 // reported, with its line, and then none of the file applies.
-func readACLFile(path string) (map[string]*User, error) {
+func readACLFile(path string) (map[string]*acl.User, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errors.New("Error loading ACLs, opening file '" + path + "': " + strerror(err))
 	}
-	var errs strings.Builder
-	users := map[string]*User{}
-	for i, line := range strings.Split(string(data), "\n") {
-		n := i + 1
-		line = strings.Trim(line, " \t\r\n")
-		if line == "" {
-			continue
-		}
-		argv := strings.Split(line, " ")
-		if argv[0] != "user" || len(argv) < 2 {
-			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
-			continue
-		}
-		name := argv[1]
-		if badUserName(name) {
-			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, n, name)
-			continue
-		}
-		if users[name] != nil {
-			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", name, n)
-			continue
-		}
-		u := newUser(name)
-		users[name] = u
-		ops, open := mergeSelectorArgs(argv[2:])
-		if open >= 0 {
-			// Redis 8.0-m01 crashes here; later versions report it so.
-			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
-			continue
-		}
-		syntax := false
-		for _, op := range ops {
-			op = strings.Trim(op, "\t\r\n")
-			if err := u.set(op, false); err != nil {
-				if err == errUnknownName {
-					fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", path, n, cstr(op), err)
-				} else if !syntax {
-					fmt.Fprintf(&errs, "%s:%d: %s. ", path, n, err)
-					syntax = true
-				}
-			}
-		}
-		u.finish()
-	}
-	if errs.Len() > 0 {
-		return nil, errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
-	}
-	return users, nil
+	return acl.ParseFile(aclTable, path, data)
 }
 
 // strerror is C's text for a system error ("No such file or directory").
@@ -105,7 +58,7 @@ func (s *session) loadACLFile() string {
 		return "ERR " + err.Error()
 	}
 	if users[command.DefaultUser] == nil {
-		u, _ := ParseRules(command.DefaultUser, []string{"+@all", "~*", "&*", "on", "nopass"})
+		u, _ := acl.ParseRules(aclTable, command.DefaultUser, []string{"+@all", "~*", "&*", "on", "nopass"})
 		users[command.DefaultUser] = u
 	}
 	for try := 0; try < maxSetUserTries; try++ {
@@ -122,7 +75,7 @@ func (s *session) loadACLFile() string {
 		}
 		for _, name := range sortedKeys(users) {
 			expect, ok := st.stored[name]
-			cmds = append(cmds, setUserCmd(name, users[name].storedRules(), expect, !ok))
+			cmds = append(cmds, setUserCmd(name, users[name].StoredRules(), expect, !ok))
 		}
 		res, msg := s.writeUsers(cmds...)
 		if msg != "" {
@@ -145,7 +98,7 @@ func (s *Server) saveACLFile() error {
 	st := s.acl()
 	var b strings.Builder
 	for _, n := range st.names {
-		b.WriteString(st.users[n].aclListLine())
+		b.WriteString(st.users[n].ListLine())
 		b.WriteByte('\n')
 	}
 	return atomicfile.Write(s.opts.ACLFile, 0o644, func(w io.Writer) error {
@@ -184,12 +137,12 @@ func cmdACLLoad(s *session, a [][]byte) {
 }
 
 // fileUsers are the users of --aclfile in name order, read at start.
-func fileUsers(path string) ([]*User, error) {
+func fileUsers(path string) ([]*acl.User, error) {
 	users, err := readACLFile(path)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*User, 0, len(users))
+	out := make([]*acl.User, 0, len(users))
 	for _, n := range sortedKeys(users) {
 		out = append(out, users[n])
 	}

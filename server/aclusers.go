@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 )
 
@@ -29,9 +30,9 @@ type UserTable interface {
 type aclState struct {
 	version uint64
 	stored  map[string][]string // the table as read
-	users   map[string]*User
+	users   map[string]*acl.User
 	names   []string // sorted
-	def     *User
+	def     *acl.User
 	// open: the default user is on and needs no password, so clients need
 	// not authenticate (Redis's authRequired).
 	open bool
@@ -71,13 +72,12 @@ func (s *Server) acl() *aclState {
 // parse (they cannot, unless the table was damaged) is kept, off and with
 // no permissions, and the failure is logged.
 func (s *Server) buildACL(version uint64, stored map[string][]string) *aclState {
-	st := &aclState{version: version, stored: stored, users: make(map[string]*User, len(stored)+1)}
+	st := &aclState{version: version, stored: stored, users: make(map[string]*acl.User, len(stored)+1)}
 	for name, rules := range stored {
-		u, err := ParseRules(name, rules)
+		u, err := parseRules(name, rules)
 		if err != nil {
 			s.opts.Logger.Error("ACL user in the user table does not parse; it is kept off with no permissions", "user", name, "err", err)
-			u = newUser(name)
-			u.finish()
+			u = acl.NewUser(aclTable, name)
 		}
 		st.users[name] = u
 	}
@@ -93,11 +93,11 @@ func (s *Server) buildACL(version uint64, stored map[string][]string) *aclState 
 		}
 	}
 	if st.users[command.DefaultUser] == nil {
-		u, _ := ParseRules(command.DefaultUser, defaultRules(s.opts.RequirePass))
+		u, _ := parseRules(command.DefaultUser, acl.DefaultRules(s.opts.RequirePass))
 		st.users[command.DefaultUser] = u
 	}
 	st.def = st.users[command.DefaultUser]
-	st.open = st.def.enabled && st.def.nopass
+	st.open = st.def.Enabled() && st.def.NoPass()
 	st.names = sortedKeys(st.users)
 	return st
 }
@@ -149,7 +149,7 @@ func (s *Server) seedOnce() bool {
 	var cmds []*command.Cmd
 	for _, u := range s.seeds {
 		if _, ok := stored[u.Name]; !ok {
-			cmds = append(cmds, setUserCmd(u.Name, u.storedRules(), nil, true))
+			cmds = append(cmds, setUserCmd(u.Name, u.StoredRules(), nil, true))
 		}
 	}
 	if len(cmds) == 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/resp"
 )
 
@@ -23,7 +24,7 @@ import (
 // clientPub is what a session shows other goroutines.
 type clientPub struct {
 	word    atomic.Uint64 // db | proto<<8 | flags<<16 | (multi+1)<<32
-	user    atomic.Pointer[User]
+	user    atomic.Pointer[acl.User]
 	lastCmd atomic.Pointer[spec] // nil: no command yet, or an unknown one
 	lastIO  atomic.Int64         // Unix nanoseconds of the last input
 	lib     atomic.Pointer[[2]string]
@@ -368,7 +369,7 @@ func cmdClientKill(s *session, a [][]byte) {
 	var (
 		addr, laddr, typ string
 		id, maxAge       int64
-		user             *User
+		user             *acl.User
 		skipMe           = true
 	)
 	if len(a) == 3 {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -493,7 +494,7 @@ func (s *Server) configSet(pairs [][]byte) string {
 }
 
 func globMatchFold(p, s string) bool {
-	return keyspace.Match([]byte(strings.ToLower(p)), []byte(strings.ToLower(s)))
+	return glob.Match([]byte(strings.ToLower(p)), []byte(strings.ToLower(s)))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -113,12 +114,12 @@ func validName(b []byte) bool {
 func (s *session) checkAuth(cmd, user, pass []byte) bool {
 	st := s.srv.acl()
 	u := st.users[string(user)]
-	if (u == nil || !u.checkPassword(pass)) && s.srv.cluster != nil && s.authBarrier() == nil {
+	if (u == nil || !u.CheckPassword(pass)) && s.srv.cluster != nil && s.authBarrier() == nil {
 		st = s.srv.acl()
 		u = st.users[string(user)]
 	}
-	if u == nil || !u.checkPassword(pass) {
-		s.logDenial(aclDeniedAuth, string(cmd), string(user))
+	if u == nil || !u.CheckPassword(pass) {
+		s.logDenial(acl.DeniedAuth, string(cmd), string(user))
 		return false
 	}
 	s.setUser(u, st.version)
@@ -140,7 +141,7 @@ const authBarrierTimeout = 2 * time.Second
 func cmdAuth(s *session, a [][]byte) {
 	switch len(a) {
 	case 2:
-		if s.srv.acl().def.nopass {
+		if s.srv.acl().def.NoPass() {
 			s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -321,9 +322,9 @@ func cmdExec(s *session, a [][]byte) {
 	for i, q := range queue {
 		items[i].q = q
 		// The user's rules may have changed since the command was queued.
-		if r, pos := s.user.check(q.sp.acl, q.args); r != aclOK {
+		if r, pos := s.user.Check(q.sp.acl, q.args); r != acl.OK {
 			s.logDenialIn(r, aclCtxMulti, deniedObject(r, q.sp, q.args[pos]), s.user.Name)
-			items[i].err = aclDenialAtExec(r)
+			items[i].err = acl.DenialAtExec(r)
 			continue
 		}
 		if q.sp.run != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/golden"
 	"github.com/bfserver/bfserver/keyspace"
@@ -397,7 +398,7 @@ func TestAccessRules(t *testing.T) {
 	}
 	writer, _ := server.ParseUser("writer on >wpass allkeys +@bloom +@connection -bf.reserve")
 	off, _ := server.ParseUser("gone off >x +@all")
-	srv := newServer(t, server.Options{Addr: "127.0.0.1:0", RequirePass: "secret", Users: []*server.User{reader, writer, off}}, memstore.New())
+	srv := newServer(t, server.Options{Addr: "127.0.0.1:0", RequirePass: "secret", Users: []*acl.User{reader, writer, off}}, memstore.New())
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}

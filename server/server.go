@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/internal/ratelog"
@@ -101,7 +102,7 @@ type Options struct {
 	// table's rules win (ACL SETUSER changes them, ACL DELUSER removes the
 	// user until a restart with the flag writes it again). Otherwise they
 	// are fixed.
-	Users []*User
+	Users []*acl.User
 	// Module holds the bf-*/cf-* settings (CONFIG GET/SET). Default
 	// DefaultModuleConfig().
 	Module *ModuleConfig
@@ -218,8 +219,8 @@ type Server struct {
 	// none: then staticUsers are the users, fixed); aclCache holds them
 	// parsed; aclLog is ACL LOG.
 	userTable   UserTable
-	seeds       []*User // Options.Users, or the users of Options.ACLFile
-	staticUsers []*User
+	seeds       []*acl.User // Options.Users, or the users of Options.ACLFile
+	staticUsers []*acl.User
 	seeding     atomic.Bool // seedUsers is writing the --user users into the table
 	aclCache    aclCache
 	aclLog      aclLog
@@ -267,7 +268,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	}
 	commandTable()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
-		refusing: make(chan struct{}, maxRefusing), cmdStats: make([]cmdStats, len(aclTable.list))}
+		refusing: make(chan struct{}, maxRefusing), cmdStats: make([]cmdStats, len(aclTable.List))}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))
@@ -423,7 +424,7 @@ func (s *Server) Close() error {
 
 // refuseUnprotected answers a client protected mode keeps out.
 func (s *Server) refuseUnprotected(nc net.Conn) bool {
-	if s.adm.protected.Load() && s.acl().def.nopass && !s.opts.Local(nc.RemoteAddr()) {
+	if s.adm.protected.Load() && s.acl().def.NoPass() && !s.opts.Local(nc.RemoteAddr()) {
 		s.stats.rejected.Add(1)
 		nc.Write([]byte("-" + msgDenied + "\r\n"))
 		return true

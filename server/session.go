@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/keyspace"
@@ -41,7 +42,7 @@ type session struct {
 	// user is who the client authenticated as (default before AUTH), as
 	// of the user table's version aclVer; adm.pub.user publishes it to
 	// other goroutines (CLIENT LIST, closing a deleted user's connections).
-	user    *User
+	user    *acl.User
 	aclVer  uint64
 	name    atomic.Pointer[string]
 	libName string
@@ -116,7 +117,7 @@ func (s *session) setDefaultAuth() {
 	s.authed = st.open
 }
 
-func (s *session) setUser(u *User, version uint64) {
+func (s *session) setUser(u *acl.User, version uint64) {
 	s.user, s.aclVer = u, version
 	s.adm.pub.user.Store(u)
 }
@@ -366,18 +367,18 @@ func (s *session) resolve(args [][]byte) (*spec, string) {
 		}
 		sp = sub
 	}
-	if r, pos := s.user.check(sp.acl, args); r != aclOK {
+	if r, pos := s.user.Check(sp.acl, args); r != acl.OK {
 		s.logDenial(r, deniedObject(r, sp, args[pos]), s.user.Name)
-		return nil, "NOPERM " + aclDenial(r, s.user, sp.acl, args[pos], false)
+		return nil, "NOPERM " + acl.Denial(r, s.user, sp.acl, args[pos], false)
 	}
 	return sp, ""
 }
 
 // deniedObject is what the ACL LOG names for a denial: the command's full
 // name, or the key or channel.
-func deniedObject(r int, sp *spec, arg []byte) string {
-	if r == aclDeniedCmd {
-		return sp.acl.full
+func deniedObject(r acl.Result, sp *spec, arg []byte) string {
+	if r == acl.DeniedCmd {
+		return sp.acl.Full
 	}
 	return string(arg)
 }

@@ -26,7 +26,7 @@ type cmdStats struct {
 }
 
 // statsOf is a command's or subcommand's counters on this server.
-func (s *Server) statsOf(sp *spec) *cmdStats { return &s.cmdStats[sp.acl.id] }
+func (s *Server) statsOf(sp *spec) *cmdStats { return &s.cmdStats[sp.acl.ID] }
 
 // ranN counts n runs that took d each, failed of them with an error.
 func (c *cmdStats) ranN(d time.Duration, n, failed int) {

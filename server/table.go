@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/cmdinfo"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -43,7 +44,7 @@ type spec struct {
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
-	acl *aclCmd
+	acl *acl.Command
 	// meta is what COMMAND INFO and DOCS say of it (cmdinfo.Describe).
 	meta *cmdinfo.Command
 	// af: the flags the operators' features read (admin.go).

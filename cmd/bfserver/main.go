@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/admin"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/memtune"
@@ -232,7 +233,7 @@ func loadPool(setting, path string) (*x509.CertPool, error) {
 }
 
 // userFlags collects repeated --user flags.
-type userFlags []*server.User
+type userFlags []*acl.User
 
 func (u *userFlags) String() string { return fmt.Sprint(len(*u), " users") }
 

@@ -26,16 +26,19 @@ var rules = []struct {
 	{"internal/evloop", nil, nil},
 	{"command", []string{"internal/wire"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace"}, nil},
 	// The wire protocol alone: framing, limits, replies; no server state.
 	{"resp", nil, []string{"net", "os", "log", "time"}},
 	// What clients and ACL rules know of each command: data, and the
 	// replies that render it.
 	{"cmdinfo", []string{"resp"}, []string{"net", "os", "log", "time"}},
-	{"server", []string{"resp", "cmdinfo", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
+	{"internal/glob", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	// Users and their rules: pure logic over the commands' metadata.
+	{"acl", []string{"cmdinfo", "resp", "internal/glob"}, []string{"net", "os", "log", "time"}},
+	{"server", []string{"resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the

@@ -1,4 +1,6 @@
-package keyspace
+// Package glob is Redis's glob matching, for KEYS, SCAN MATCH, ACL key patterns and
+// CONFIG GET.
+package glob
 
 // Match is Redis's glob matching (stringmatchlen): * ? [abc] [^a-z] and \x.
 // It runs in O(len(pattern)×len(s)) at worst, since every * is tried at each
