@@ -538,13 +538,14 @@ func (s *session) finish() {
 	s.srv.adm.misses.Add(s.adm.pub.misses.Load())
 }
 
-// foldIO adds the session's I/O counters to the server's; under the
+// foldIO adds the session's I/O counters (and its negatives) to the server's; under the
 // server's mu, with the session's removal, so that ioTotals counts them
 // once.
 func (s *session) foldIO() {
 	for i := range s.adm.pub.io {
 		s.srv.adm.io[i].Add(s.adm.pub.io[i].Load())
 	}
+	s.srv.negatives.Add(s.adm.pub.negatives.Load())
 }
 
 // ioTotals is the I/O counters (ioNetIn…): the closed connections' and

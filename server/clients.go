@@ -36,6 +36,8 @@ type clientPub struct {
 	// keyspace_hits and _misses of this connection, added to the server's
 	// when it closes: counting them here costs the owner an uncontended add
 	hits, misses atomic.Int64
+	// negatives are its membership checks answered 0, the same way.
+	negatives atomic.Int64
 	// io counts this connection's reads and writes and their bytes, the
 	// same way (ioNetIn…).
 	io [ioCounts]atomic.Int64

@@ -249,7 +249,7 @@ type Server struct {
 	open         atomic.Int64  // connections being served (maxclients)
 	refusing     chan struct{} // TLS connections being refused (maxRefusing)
 	acceptFailed ratelog.Log   // accept errors, logged at most once a second
-	negatives    atomic.Int64  // membership checks answered 0
+	negatives    atomic.Int64  // membership checks answered 0 by closed connections
 	adm          serverAdmin   // the operators' state (admin.go)
 	// loops serve plain TCP connections (nil: a goroutine each);
 	// inlineWrites says the backend's writes never wait, so they run on

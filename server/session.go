@@ -443,7 +443,7 @@ func (s *session) execute(sp *spec, args [][]byte) {
 	if c.Op == command.BFExists || c.Op == command.CFExists {
 		for _, v := range s.readRes.Ints {
 			if v == 0 {
-				s.srv.negatives.Add(1)
+				s.adm.pub.negatives.Add(1) // the owner's counter: uncontended
 			}
 		}
 	}

@@ -203,7 +203,17 @@ func (s *Server) Clients() int {
 }
 
 // Negatives is how many membership checks answered "definitely not".
-func (s *Server) Negatives() int64 { return s.negatives.Load() }
+// It is asked for by a scrape, not kept per check: each connection counts
+// its own, and the closed ones' are added up here.
+func (s *Server) Negatives() int64 {
+	s.mu.Lock() // with the removal of a closed one (foldIO): counted once
+	defer s.mu.Unlock()
+	n := s.negatives.Load()
+	for _, c := range s.clients {
+		n += c.adm.pub.negatives.Load()
+	}
+	return n
+}
 
 // Rejected is how many connections were refused (maxclients).
 func (s *Server) Rejected() int64 { return s.stats.rejected.Load() }
