@@ -28,6 +28,7 @@ func readACLFile(path string) (map[string]*acl.User, error) {
 	if err != nil {
 		return nil, errors.New("Error loading ACLs, opening file '" + path + "': " + strerror(err))
 	}
+	commandTable()
 	return acl.ParseFile(aclTable, path, data)
 }
 

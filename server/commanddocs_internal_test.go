@@ -35,7 +35,7 @@ func TestSpecsAgreeWithInfo(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, name := range sortedKeys(commands) {
+	for _, name := range sortedKeys(commandTable()) {
 		sp := commands[name]
 		if sp.meta.Captured {
 			n++
@@ -53,7 +53,7 @@ func TestSpecsAgreeWithInfo(t *testing.T) {
 // TestDocsForEveryCommand: every registered command and subcommand has a
 // COMMAND DOCS entry with a summary and a group (redis-cli's help needs them).
 func TestDocsForEveryCommand(t *testing.T) {
-	for _, name := range sortedKeys(commands) {
+	for _, name := range sortedKeys(commandTable()) {
 		sp := commands[name]
 		fulls := map[string]*spec{name: sp}
 		for _, sub := range sortedKeys(sp.subs) {

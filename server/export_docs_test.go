@@ -9,6 +9,6 @@ func Registered(full string) bool {
 
 // HasSubcommands reports whether a command is a container (CONFIG, ACL).
 func HasSubcommands(name string) bool {
-	sp := commands[name]
+	sp := commandTable()[name]
 	return sp != nil && len(sp.subs) > 0
 }

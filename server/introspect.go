@@ -43,7 +43,7 @@ func cmdCommand(s *session, a [][]byte) {
 // name.
 func lookupFull(name []byte) (*spec, string) {
 	base, sub, pipe := strings.Cut(strings.ToLower(string(name)), "|")
-	sp := commands[base]
+	sp := commandTable()[base]
 	if sp == nil || !pipe {
 		return sp, base
 	}
