@@ -210,38 +210,11 @@ func TestSketchesCluster(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 30*time.Second, "writes before the kill", func() bool { return n.Load() > 300 })
-	leader := leaderOf(t, nodes)
-	leader.kill()
-	newLeader := leaderOf(t, without(nodes, leader))
-	t.Logf("killed leader %s mid-stream; new leader %s", leader.addr, newLeader.addr)
-	before := n.Load()
-	waitFor(t, 30*time.Second, "writes after the kill", func() bool { return n.Load() > before+300 })
-	leader.launch()
-	before = n.Load()
-	waitFor(t, 30*time.Second, "writes after the restart", func() bool { return n.Load() > before+300 })
+	killLeaderMidStream(t, nodes, &n)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d acknowledged sketch writes", n.Load())
-
-	keys := []string{"cms", "merged", "top"}
-	waitFor(t, 60*time.Second, "identical sketch digests on every node", func() bool {
-		var first []any
-		for i, nd := range nodes {
-			c := nd.client(2)
-			var ds []any
-			for _, k := range keys {
-				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
-			}
-			c.Close()
-			if i == 0 {
-				first = ds
-			} else if fmt.Sprint(ds) != fmt.Sprint(first) {
-				return false
-			}
-		}
-		return first[0] != nil
-	})
+	sameDigests(t, nodes, "cms", "merged", "top")
 	items := []any{"CMS.QUERY", "cms"}
 	for i := 0; i < 300; i++ {
 		items = append(items, "i"+strconv.Itoa(i))
@@ -319,4 +292,44 @@ func TestMigrateSketches(t *testing.T) {
 			t.Errorf("second run: %q %s, want identical", k, o)
 		}
 	}
+}
+
+// killLeaderMidStream lets the writers counting in n acknowledge 300
+// writes, kills the leader with kill -9, waits for 300 more under a new
+// leader, restarts the old one and waits for 300 more.
+func killLeaderMidStream(t *testing.T, nodes []*node, n *atomic.Int64) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "writes before the kill", func() bool { return n.Load() > 300 })
+	leader := leaderOf(t, nodes)
+	leader.kill()
+	newLeader := leaderOf(t, without(nodes, leader))
+	t.Logf("killed leader %s mid-stream; new leader %s", leader.addr, newLeader.addr)
+	before := n.Load()
+	waitFor(t, 30*time.Second, "writes after the kill", func() bool { return n.Load() > before+300 })
+	leader.launch()
+	before = n.Load()
+	waitFor(t, 30*time.Second, "writes after the restart", func() bool { return n.Load() > before+300 })
+}
+
+// sameDigests waits until every node's BFX.DIGEST of each key is the same
+// (and the first key exists).
+func sameDigests(t *testing.T, nodes []*node, keys ...string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "identical digests on every node", func() bool {
+		var first []any
+		for i, nd := range nodes {
+			c := nd.client(2)
+			var ds []any
+			for _, k := range keys {
+				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
+			}
+			c.Close()
+			if i == 0 {
+				first = ds
+			} else if fmt.Sprint(ds) != fmt.Sprint(first) {
+				return false
+			}
+		}
+		return first[0] != nil
+	})
 }
