@@ -24,23 +24,23 @@ func (t *TopK) AppendRDB(b []byte) []byte {
 	b = rdb.AppendUInt(b, uint64(t.Width))
 	b = rdb.AppendUInt(b, uint64(t.Depth))
 	b = rdb.AppendDouble(b, t.Decay)
-	b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(t.Buckets))*BucketBytes)
+	buf := make([]byte, 0, max(len(t.Buckets)*BucketBytes, len(t.Heap)*HeapBytes))
 	for _, k := range t.Buckets {
-		b = binary.LittleEndian.AppendUint32(b, k.FP)
-		b = binary.LittleEndian.AppendUint32(b, k.Count)
+		buf = binary.LittleEndian.AppendUint32(buf, k.FP)
+		buf = binary.LittleEndian.AppendUint32(buf, k.Count)
 	}
-	b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(t.Heap))*HeapBytes)
+	b = rdb.AppendString(b, buf)
+	buf = buf[:0]
 	for _, h := range t.Heap {
-		b = binary.LittleEndian.AppendUint32(b, h.FP)
-		b = binary.LittleEndian.AppendUint32(b, h.ItemLen)
-		b = binary.LittleEndian.AppendUint64(b, 0)
-		b = binary.LittleEndian.AppendUint32(b, h.Count)
-		b = binary.LittleEndian.AppendUint32(b, 0)
+		buf = binary.LittleEndian.AppendUint32(buf, h.FP)
+		buf = binary.LittleEndian.AppendUint32(buf, h.ItemLen)
+		buf = binary.LittleEndian.AppendUint64(buf, 0)
+		buf = binary.LittleEndian.AppendUint32(buf, h.Count)
+		buf = binary.LittleEndian.AppendUint32(buf, 0)
 	}
+	b = rdb.AppendString(b, buf)
 	for _, h := range t.Heap {
-		item := CString(h.Item)
-		b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(item))+1)
-		b = append(append(b, item...), 0)
+		b = rdb.AppendString(b, append(append(buf[:0], CString(h.Item)...), 0))
 	}
 	return b
 }
