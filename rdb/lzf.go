@@ -76,7 +76,7 @@ func string2ll(s []byte) (int64, bool) {
 		if v > 1<<63 {
 			return 0, false
 		}
-		return -int64(v - 1) - 1, true
+		return -int64(v-1) - 1, true
 	}
 	if v > 1<<63-1 {
 		return 0, false
