@@ -64,13 +64,11 @@ func string2ll(s []byte) (int64, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if v > (1<<64-1)/10 {
+		d := uint64(c - '0')
+		if v > (1<<64-1-d)/10 {
 			return 0, false
 		}
-		v = v*10 + uint64(c-'0')
-		if v < uint64(c-'0') {
-			return 0, false
-		}
+		v = v*10 + d
 	}
 	if neg {
 		if v > 1<<63 {

@@ -44,3 +44,13 @@ func FuzzLZF(f *testing.F) {
 		}
 	})
 }
+
+func TestString2ll(t *testing.T) {
+	for s, want := range map[string]bool{"0": true, "-0": false, "01": false, "9223372036854775807": true,
+		"9223372036854775808": false, "-9223372036854775808": true, "-9223372036854775809": false,
+		"18446744073709551616": false, "99999999999999999999": false, "": false, "-": false, "1a": false} {
+		if _, ok := string2ll([]byte(s)); ok != want {
+			t.Errorf("string2ll(%q) = %v", s, ok)
+		}
+	}
+}
