@@ -104,6 +104,22 @@ func TestOracleSketchDocs(t *testing.T) {
 // counter always decays), so that its replies do not depend on it.
 func TestOracleTopK(t *testing.T) { replayOracleFiles(t, "topk") }
 
+// TestOracleTopKRefused replays testdata/oracle/topk-refused.jsonl: Top-K
+// payloads RedisBloom's loader refuses (bucket or heap string of the wrong
+// length, k or width 0, encoding version 1, an item missing).
+func TestOracleTopKRefused(t *testing.T) {
+	recs, err := golden.LoadOracle("topk-refused.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOracleReplay(t)
+	o.run(recs, "topk-refused.jsonl")
+	o.report()
+	if o.compared["topk-refused.jsonl"] != 8 {
+		t.Fatalf("compared %d records", o.compared["topk-refused.jsonl"])
+	}
+}
+
 // TestTopKIncrByBadMidway: RedisBloom answers a TOPK.INCRBY whose bad
 // increment is not the last item with a header counting every item and
 // fewer elements, so its client reads the next reply as this one's last

@@ -2,7 +2,6 @@ package topk
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/bfserver/bfserver/rdb"
 )
@@ -48,8 +47,10 @@ func (t *TopK) AppendRDB(b []byte) []byte {
 // FromRDB reads TopKRdbSave's fields: the buckets and heap must be exactly
 // their dimensions' sizes, and the sketch within maxBytes.
 func FromRDB(r *rdb.Reader, maxBytes uint64) (*TopK, error) {
+	// RedisBloom loads any decay (0, 2, NaN: RESERVE alone checks it);
+	// the coin then always or never decays, here as there.
 	k, w, d, decay := r.UInt(), r.UInt(), r.UInt(), r.Double()
-	if r.Err() != nil || !validDecay(decay) || math.IsNaN(decay) {
+	if r.Err() != nil {
 		return nil, ErrFormat
 	}
 	size, ok := Bytes(k, w, d)
