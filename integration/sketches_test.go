@@ -239,6 +239,31 @@ func TestSketchesCluster(t *testing.T) {
 			t.Fatalf("replicas answer differently:\n%s\n%s", answers[0], a)
 		}
 	}
+	// Inside EXEC on a follower, the reads travel to the leader with the
+	// transaction and come back as results: the same answers.
+	var follower *node
+	for _, nd := range nodes {
+		if nd != leaderOf(t, nodes) {
+			follower = nd
+		}
+	}
+	fc := follower.client(2)
+	defer fc.Close()
+	cmds, err := fc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
+		p.Do(ctx(t), "CMS.INFO", "cms")
+		p.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT")
+		p.Do(ctx(t), "TOPK.INFO", "top")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := []any{fc.Do(ctx(t), "CMS.INFO", "cms").Val(), fc.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT").Val(), fc.Do(ctx(t), "TOPK.INFO", "top").Val()}
+	for i, c := range cmds {
+		if got := fmt.Sprint(c.(*redis.Cmd).Val()); got != fmt.Sprint(direct[i]) {
+			t.Errorf("in EXEC on a follower: %s, directly %v", got, direct[i])
+		}
+	}
 }
 
 // TestMigrateSketches: `bfserver migrate` carries Count-Min Sketches (as
