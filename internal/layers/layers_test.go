@@ -22,6 +22,8 @@ var rules = []struct {
 	{"rdb", nil, []string{"net", "os", "log"}},
 	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"internal/ratelog", nil, []string{"net", "os"}},
+	// I/O only: it knows sockets, not the protocol they carry.
+	{"internal/evloop", nil, nil},
 	// The sketches (sliding windows, Count-Min Sketch, Top-K, t-digest)
 	// are pure algorithms beside scalable: no I/O, clocks or randomness.
 	{"sketch/window", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
@@ -32,7 +34,9 @@ var rules = []struct {
 	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"net", "os", "log"}},
 	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"net"}},
 	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	// The wire protocol alone: framing, limits, replies; no server state.
+	{"resp", nil, []string{"net", "os", "log", "time"}},
+	{"server", []string{"resp", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk"}, []string{"github.com/cockroachdb/pebble/v2"}},
 	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
