@@ -106,6 +106,19 @@ func lzfCompress(in []byte, outLen int) []byte {
 	out := make([]byte, outLen+8)
 	inEnd, outEnd := len(in), outLen
 	ip, op, lit := 0, 1, 0 // op 0 is the first run's length
+	// literal copies one byte into the current run, closing the run at
+	// its longest.
+	literal := func() {
+		lit++
+		out[op] = in[ip]
+		op++
+		ip++
+		if lit == lzfMaxLit {
+			out[op-lit-1] = byte(lit - 1)
+			lit = 0
+			op++
+		}
+	}
 	hval := uint32(in[0])<<8 | uint32(in[1])
 	for ip < inEnd-2 {
 		hval = hval<<8 | uint32(in[ip+2])
@@ -173,29 +186,13 @@ func lzfCompress(in []byte, outLen int) []byte {
 		if op >= outEnd {
 			return nil
 		}
-		lit++
-		out[op] = in[ip]
-		op++
-		ip++
-		if lit == lzfMaxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
+		literal()
 	}
 	if op+3 > outEnd {
 		return nil
 	}
 	for ip < inEnd {
-		lit++
-		out[op] = in[ip]
-		op++
-		ip++
-		if lit == lzfMaxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
+		literal()
 	}
 	out[op-lit-1] = byte(lit - 1)
 	if lit == 0 {
