@@ -62,6 +62,16 @@ const (
 	WReserve   Op = 26
 	WAdd       Op = 27 // BFX.WADD, WMADD, WINSERT; Now is the insert time
 	WLoadChunk Op = 28 // BFX.WLOADCHUNK: Iter, Data
+	// Level 5: Count-Min Sketch (CMS.*, package sketch/cms). RedisBloom
+	// checks the key before the arguments, so an argument error travels
+	// in the command (Field, a CMSArg code; Iter for a weight) and Apply
+	// answers it after the key's own errors (sketch.go).
+	CMSInit   Op = 29 // CMS.INITBYDIM, INITBYPROB: Capacity the width, Count the depth (the proposer's)
+	CMSIncrBy Op = 30 // Items, and Data their increments (8 bytes each, little-endian)
+	CMSMerge  Op = 31 // Key the destination, Keys the sources, Data their weights (8 bytes each); Iter: the first bad weight, or -1
+	// Level 6: Top-K (TOPK.*, package sketch/topk), argument errors as CMS.
+	TopKReserve Op = 32 // Iter k, Capacity width, Count depth, ErrorRate decay (the proposer's)
+	TopKAdd     Op = 33 // TOPK.ADD, INCRBY: Items, Data their increments (8 bytes each); Iter: the item whose increment is bad (the last of Items), or -1
 )
 
 // Read operations: answered from local state, or inside EXEC.
@@ -91,6 +101,12 @@ const (
 	WExists    Op = 86 // BFX.WEXISTS, WMEXISTS (level 4)
 	WInfo      Op = 87
 	WScanDump  Op = 88
+	CMSQuery   Op = 89 // level 5
+	CMSInfo    Op = 90
+	TopKQuery  Op = 91 // level 6
+	TopKCount  Op = 92
+	TopKList   Op = 93 // Flag: WITHCOUNT
+	TopKInfo   Op = 94
 )
 
 // IsWrite reports whether the op changes state and so must enter the log.

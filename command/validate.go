@@ -44,7 +44,7 @@ const (
 // that introduced it; an entry whose commands need a higher level names it
 // in its header, so a node that is too old stops before applying it and
 // says what it needs, instead of applying part of it.
-const Level = 4
+const Level = 6
 
 // opLevel is the level of each op; 0: not known to this build. An array,
 // not a map: Validate runs for every command, in Apply too.
@@ -65,6 +65,12 @@ var opLevel = [256]uint8{
 
 	// Level 4.
 	WReserve: 4, WAdd: 4, WLoadChunk: 4, WExists: 4, WInfo: 4, WScanDump: 4,
+
+	// Level 5.
+	CMSInit: 5, CMSIncrBy: 5, CMSMerge: 5, CMSQuery: 5, CMSInfo: 5,
+
+	// Level 6.
+	TopKReserve: 6, TopKAdd: 6, TopKQuery: 6, TopKCount: 6, TopKList: 6, TopKInfo: 6,
 }
 
 // Known reports whether this build knows the op.
@@ -157,6 +163,10 @@ func Validate(c *Cmd) error {
 		if err := atLeastOne(c, c.Items); err != nil {
 			return err
 		}
+	case CMSInit, CMSIncrBy, CMSMerge, TopKReserve, TopKAdd:
+		return sketchParams(c)
+	case CMSQuery, TopKQuery, TopKCount:
+		return atLeastOne(c, c.Items)
 	case BFExists, CFExists:
 		return atLeastOne(c, c.Items)
 	case Del, Exists:

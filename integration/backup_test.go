@@ -27,6 +27,10 @@ func TestOnlineBackup(t *testing.T) {
 	if err := c.Do(ctx(t), "CF.RESERVE", "c1", "10000").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The sketches travel in the backup too.
+	if err := c.Do(ctx(t), "CMS.INITBYDIM", "s1", "1000", "5").Err(); err != nil {
+		t.Fatal(err)
+	}
 	// Writers keep going during the backup: the copy is of one point.
 	stop := make(chan struct{})
 	done := make(chan int)
@@ -47,6 +51,7 @@ func TestOnlineBackup(t *testing.T) {
 		p := c.Pipeline()
 		p.Do(ctx(t), "BF.ADD", "b2", fmt.Sprint("x", i))
 		p.Do(ctx(t), "CF.ADD", "c1", fmt.Sprint("x", i%300))
+		p.Do(ctx(t), "CMS.INCRBY", "s1", fmt.Sprint("x", i%300), i%5)
 		if _, err := p.Exec(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +59,7 @@ func TestOnlineBackup(t *testing.T) {
 	close(stop)
 	<-done
 	want := map[string]string{}
-	for _, k := range []string{"b1", "b2", "c1"} {
+	for _, k := range []string{"b1", "b2", "c1", "s1"} {
 		want[k] = c.Do(ctx(t), "BFX.DIGEST", k).Val().(string)
 	}
 	file := filepath.Join(backups, "node.bfbackup")

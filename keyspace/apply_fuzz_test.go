@@ -59,7 +59,10 @@ func cmdFrom(b []byte) *command.Cmd {
 		command.ExpireDue, command.Copy, command.SetMember, command.BFExists, command.BFInfo,
 		command.BFScanDump, command.CFScanDump, command.CFCount, command.Scan, command.Dump, command.Digest,
 		command.MemUsage, command.Watch, command.BFLoadPart, command.CFLoadPart, command.WReserve, command.WAdd,
-		command.WLoadChunk, command.WExists, command.WInfo, command.WScanDump, command.Op(next())}
+		command.WLoadChunk, command.WExists, command.WInfo, command.WScanDump,
+		command.CMSInit, command.CMSIncrBy, command.CMSMerge, command.CMSQuery, command.CMSInfo,
+		command.TopKReserve, command.TopKAdd, command.TopKQuery, command.TopKCount, command.TopKList, command.TopKInfo,
+		command.Op(next())}
 	c := &command.Cmd{Op: ops[next()%uint64(len(ops))], DB: uint8(edge(0, 15)), Now: int64(next()) * 1000}
 	c.Key, c.Dst, c.Keys, c.Items = word(), word(), list(), list()
 	c.Data = make([]byte, next()*next()%300)
@@ -87,6 +90,50 @@ func cmdFrom(b []byte) *command.Cmd {
 			c.Data = command.EncodeShape(s)
 		}
 		c.Capacity = uint64(max(c.Iter, 1))
+	}
+	if (c.Op == command.CMSInit || c.Op == command.CMSIncrBy || c.Op == command.CMSMerge) && next()%2 == 0 {
+		// The shapes the proposer makes: small sketches, an increment or
+		// a weight per item or source, now and then an argument error.
+		c.Capacity, c.Count = 1+next()%20, int64(1+next()%4)
+		c.Field = uint8(next() % 16)
+		if c.Field > 12 {
+			c.Field = 0
+		}
+		vals := make([]int64, max(len(c.Items), len(c.Keys)))
+		for i := range vals {
+			vals[i] = []int64{0, 1, 3, 1 << 31, 1<<32 - 1, 1 << 32, math.MaxInt64, -1}[next()%8]
+		}
+		if c.Op == command.CMSIncrBy {
+			vals = vals[:len(c.Items)]
+			for i := range vals {
+				vals[i] = max(vals[i], 0)
+			}
+		} else if c.Op == command.CMSMerge {
+			vals = vals[:len(c.Keys)]
+			c.Iter = int64(next()%uint64(len(c.Keys)+2)) - 1
+		}
+		c.Data = command.Int64s(vals)
+	}
+	if (c.Op == command.TopKReserve || c.Op == command.TopKAdd) && next()%2 == 0 {
+		// The shapes the proposer makes: small sketches, decay in (0, 1],
+		// increments within RedisBloom's bound, a bad one last.
+		c.Iter, c.Capacity, c.Count = int64(1+next()%8), 1+next()%16, int64(1+next()%4)
+		c.ErrorRate = []float64{0.9, 1, 0.5, 1e-300}[next()%4]
+		c.Field = 0
+		if next()%8 == 0 {
+			c.Field = uint8(command.TopKArgK + next()%5)
+		}
+		if c.Op == command.TopKAdd {
+			vals := make([]int64, len(c.Items))
+			for i := range vals {
+				vals[i] = []int64{0, 1, 2, 100, 100000}[next()%5]
+			}
+			c.Iter = -1
+			if len(vals) > 0 && next()%4 == 0 {
+				c.Iter, vals[len(vals)-1] = int64(len(vals)-1), 0
+			}
+			c.Data = command.Int64s(vals)
+		}
 	}
 	return c
 }

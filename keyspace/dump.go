@@ -40,6 +40,11 @@ func EncodeDump(v *Value) []byte {
 		b = rdb.AppendLen([]byte{rdb.TypeModule2}, windowID)
 		b = append(rdb.AppendString(b, v.Window().Marshal()), rdb.OpEOF)
 	default:
+		if sk := v.Sketch(); sk != nil {
+			b = rdb.AppendLen([]byte{rdb.TypeModule2}, sketchByKind[v.Kind].id)
+			b = append(sk.appendRDB(b), rdb.OpEOF)
+			break
+		}
 		return rdb.Seal(rdb.AppendRawString([]byte{rdbTypeString}, []byte(v.Str())))
 	}
 	return rdb.Seal(b)
@@ -64,7 +69,7 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 	default:
 		return nil, ErrBadFormat
 	}
-	switch r.Len() {
+	switch id := r.Len(); id {
 	case bloomID:
 		var ch *scalable.Chain
 		ch, err = scalable.ChainFromRDB(r, maxBytes)
@@ -81,9 +86,12 @@ func decodeDump(p []byte, maxBytes uint64) (*Value, error) {
 			err = scalable.ErrTooLarge
 		}
 	default:
-		return nil, ErrBadFormat
+		var ok bool
+		if v, ok, err = sketchFromRDB(id, r, maxBytes); !ok {
+			return nil, ErrBadFormat
+		}
 	}
-	if errors.Is(err, scalable.ErrTooLarge) {
+	if errors.Is(err, scalable.ErrTooLarge) || err == ErrTooLarge {
 		return nil, ErrTooLarge
 	}
 	if err != nil || r.Len() != rdb.OpEOF || r.Err() != nil || len(r.Rest()) != 0 {

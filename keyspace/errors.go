@@ -72,4 +72,33 @@ var (
 	ErrInvalidCommand = newError(24, "invalid command")
 	// ErrLoading: the node is replacing its state with a snapshot.
 	ErrLoading = newError(25, "loading") // LOADING Redis is loading the dataset in memory
+
+	// Count-Min Sketch (CMS.*), RedisBloom's words.
+	ErrCMSExists        = newError(26, "cms exists")         // CMS: key already exists
+	ErrCMSNotFound      = newError(27, "cms not found")      // CMS: key does not exist
+	ErrCMSWidth         = newError(28, "cms width")          // CMS: invalid width
+	ErrCMSDepth         = newError(29, "cms depth")          // CMS: invalid depth
+	ErrCMSOverEst       = newError(30, "cms overestimation") // CMS: invalid overestimation value
+	ErrCMSProb          = newError(31, "cms prob")           // CMS: invalid prob value
+	ErrCMSInitArgs      = newError(32, "cms init arguments") // CMS: invalid init arguments
+	ErrCMSNoMemory      = newError(33, "cms no memory")      // CMS: Insufficient memory to create the key
+	ErrCMSNumber        = newError(34, "cms number")         // CMS: Cannot parse number
+	ErrCMSNegative      = newError(35, "cms negative")       // CMS: Number cannot be negative
+	ErrCMSNumKeys       = newError(36, "cms numkeys")        // CMS: invalid numkeys
+	ErrCMSKeysPositive  = newError(37, "cms keys positive")  // CMS: Number of keys must be positive
+	ErrCMSKeys          = newError(38, "cms keys")           // CMS: wrong number of keys
+	ErrCMSKeysWeights   = newError(39, "cms keys weights")   // CMS: wrong number of keys/weights
+	ErrCMSWeight        = newError(40, "cms weight")         // CMS: invalid weight value
+	ErrCMSDims          = newError(41, "cms dimensions")     // CMS: width/depth is not equal
+	ErrCMSMergeOverflow = newError(42, "cms merge overflow") // CMS: MERGE overflow
+
+	// Top-K (TOPK.*), RedisBloom's words.
+	ErrTopKExists    = newError(43, "topk exists")    // TopK: key already exists
+	ErrTopKNotFound  = newError(44, "topk not found") // TopK: key does not exist
+	ErrTopKK         = newError(45, "topk k")         // TopK: invalid k
+	ErrTopKWidth     = newError(46, "topk width")     // TopK: invalid width
+	ErrTopKDepth     = newError(47, "topk depth")     // TopK: invalid depth
+	ErrTopKDecay     = newError(48, "topk decay")     // TopK: invalid decay value. must be '<= 1' & '> 0'
+	ErrTopKNoMemory  = newError(49, "topk no memory") // ERR Insufficient memory to create topk data structure
+	ErrTopKIncrement = newError(50, "topk increment") // TopK: increment must be an integer greater or equal to 0 … 100,000
 )

@@ -444,6 +444,9 @@ func encodeMeta(v *Value) []byte {
 	case KindWindow:
 		return append(b, v.Window().Marshal()...) // the whole filter: no chunks (Window)
 	}
+	if sk := v.Sketch(); sk != nil {
+		return append(b, sk.Marshal()...) // the whole sketch (sketches.go)
+	}
 	return append(b, v.Str()...)
 }
 
@@ -500,9 +503,9 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 			err = ErrTooLarge
 		}
 	default:
-		err = ErrCorruptImage
+		v.obj, err = loadSketch(v.Kind, body, maxBytes)
 	}
-	if errors.Is(err, scalable.ErrTooLarge) {
+	if errors.Is(err, scalable.ErrTooLarge) || err == ErrTooLarge {
 		return ErrTooLarge
 	}
 	if err != nil {

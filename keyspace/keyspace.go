@@ -26,6 +26,8 @@ const (
 	KindCuckoo
 	KindString
 	KindWindow // a sliding-window filter (BFX.W*, bfserver's own)
+	KindCMS    // a Count-Min Sketch (CMS.*; sketches.go)
+	KindTopK   // a Top-K (TOPK.*; sketches.go)
 )
 
 // TypeName is the TYPE reply for a kind.
@@ -39,6 +41,9 @@ func (k Kind) TypeName() string {
 		return "string"
 	case KindWindow:
 		return "BFXwindow"
+	}
+	if t := sketchByKind[k]; t != nil {
+		return t.name
 	}
 	return "none"
 }
@@ -438,6 +443,16 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 		return k.wAdd(c)
 	case command.WLoadChunk:
 		return k.wLoadChunk(c)
+	case command.CMSInit:
+		return k.cmsInit(c)
+	case command.CMSIncrBy:
+		return k.cmsIncrBy(c)
+	case command.CMSMerge:
+		return k.cmsMerge(c)
+	case command.TopKReserve:
+		return k.topkReserve(c)
+	case command.TopKAdd:
+		return k.topkAdd(c)
 	case command.Restore:
 		return k.restore(c)
 	case command.Copy:
@@ -606,6 +621,10 @@ func Digest(v *Value) string {
 		io.WriteString(h, v.Str())
 	case KindWindow:
 		h.Write(v.Window().Marshal())
+	default:
+		if sk := v.Sketch(); sk != nil {
+			h.Write(sk.Marshal())
+		}
 	}
 	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
 	h.Write(n[:])

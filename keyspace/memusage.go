@@ -109,8 +109,10 @@ func KeyMemoryUsage(key []byte, v *Value) uint64 {
 		val = v.Cuckoo().Info().Size
 	case KindWindow:
 		val = v.Window().Bytes()
-	default:
+	case KindString:
 		val = stringValueUsage(v.Str())
+	default:
+		val = v.Sketch().MemUsage()
 	}
 	return val + sdsAlloc(uint64(len(key))) + dictEntrySize
 }

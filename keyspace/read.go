@@ -69,6 +69,10 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 	switch c.Op {
 	case command.WExists, command.WInfo, command.WScanDump:
 		return k.readWindow(c)
+	case command.CMSQuery, command.CMSInfo:
+		return k.readCMS(c)
+	case command.TopKQuery, command.TopKCount, command.TopKList, command.TopKInfo:
+		return k.readTopK(c)
 	case command.BFExists, command.CFExists, command.CFCount:
 		var r Result
 		k.ReadInto(c, &r)
@@ -230,8 +234,10 @@ func MemoryUsage(v *Value) uint64 {
 		return v.Cuckoo().Info().Size
 	case KindWindow:
 		return v.Window().Bytes()
+	case KindString:
+		return uint64(len(v.Str()))
 	}
-	return uint64(len(v.Str()))
+	return v.Sketch().MemUsage()
 }
 
 func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {

@@ -140,7 +140,8 @@ func opensKey(op command.Op) bool {
 	switch op {
 	case command.BFReserve, command.BFAdd, command.BFLoadChunk, command.CFReserve,
 		command.CFAdd, command.CFDel, command.CFCompact, command.CFLoadChunk,
-		command.BFLoadPart, command.CFLoadPart:
+		command.BFLoadPart, command.CFLoadPart,
+		command.CMSInit, command.CMSIncrBy, command.CMSMerge, command.TopKReserve, command.TopKAdd:
 		return true
 	}
 	return false

@@ -284,7 +284,7 @@ func (m *migrator) list(ctx context.Context, pairs [][2]int) ([]job, error) {
 	var jobs []job
 	for _, p := range pairs {
 		c := m.from.db(p[0])
-		for _, k := range []kind{bloom, cuckoo} {
+		for _, k := range kinds {
 			keys, err := scanAll(ctx, c, m.match, k.typeName(), m.scanCount)
 			if err != nil {
 				return nil, err
@@ -376,7 +376,7 @@ func (m *migrator) dryRun(ctx context.Context, w io.Writer, jobs []job, total in
 func (m *migrator) cleanTemps(ctx context.Context, pairs [][2]int) error {
 	for _, p := range pairs {
 		c := m.to.db(p[1])
-		for _, k := range []kind{bloom, cuckoo} {
+		for _, k := range kinds {
 			keys, err := scanAll(ctx, c, m.match+TempSuffix, k.typeName(), m.scanCount)
 			if err != nil {
 				return err
@@ -613,6 +613,22 @@ func (m *migrator) stream(ctx context.Context, src, dst *redis.Client, j job, tm
 			return digest{}, err
 		}
 		return digest{}, fmt.Errorf("source: %w", err)
+	}
+	if j.kind.whole() {
+		p, sum, err := dumpWhole(ctx, src, j.kind, j.key)
+		if err != nil {
+			if errors.Is(err, errGone) {
+				return digest{}, err
+			}
+			return digest{}, fmt.Errorf("source: %w", err)
+		}
+		if err := dst.RestoreReplace(ctx, tmp, 0, p).Err(); err != nil {
+			return digest{}, fmt.Errorf("target: RESTORE %s: %w", showKey(tmp), err)
+		}
+		st.bytes, st.chunks = int64(len(p)), 1
+		m.inProgress = j.size
+		m.progress()
+		return digest{sum: sum, info: in}, nil
 	}
 	h := sha256.New()
 	var n int64

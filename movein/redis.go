@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -18,6 +19,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bfserver/bfserver/rdb"
+	"github.com/bfserver/bfserver/sketch/cms"
+	"github.com/bfserver/bfserver/sketch/topk"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -114,32 +118,57 @@ func (e *endpoint) keyspaceDBs(ctx context.Context) ([]int, error) {
 	return dbs, nil
 }
 
-// kind is a filter type: Bloom (BF.*) or Cuckoo (CF.*).
+// kind is a key type: Bloom (BF.*) or Cuckoo (CF.*), moved chunk by chunk
+// with SCANDUMP/LOADCHUNK, or a sketch (CMS.*), moved whole with
+// DUMP/RESTORE (RedisBloom has no SCANDUMP for it).
 type kind int
 
 const (
 	bloom kind = iota
 	cuckoo
+	cmsKind
+	topkKind
 )
 
+// kinds are the types migrate moves, in its order.
+var kinds = []kind{bloom, cuckoo, cmsKind, topkKind}
+
+// whole reports whether the kind moves as one DUMP payload.
+func (k kind) whole() bool { return k == cmsKind || k == topkKind }
+
 func (k kind) cmd(name string) string {
-	if k == cuckoo {
+	switch k {
+	case cuckoo:
 		return "CF." + name
+	case cmsKind:
+		return "CMS." + name
+	case topkKind:
+		return "TOPK." + name
 	}
 	return "BF." + name
 }
 
 // typeName is the TYPE reply for the kind.
 func (k kind) typeName() string {
-	if k == cuckoo {
+	switch k {
+	case cuckoo:
 		return "MBbloomCF"
+	case cmsKind:
+		return cms.TypeName
+	case topkKind:
+		return topk.TypeName
 	}
 	return "MBbloom--"
 }
 
 func (k kind) String() string {
-	if k == cuckoo {
+	switch k {
+	case cuckoo:
 		return "cuckoo"
+	case cmsKind:
+		return "cms"
+	case topkKind:
+		return "topk"
 	}
 	return "bloom"
 }
@@ -150,7 +179,8 @@ type info []infoField
 type infoField struct {
 	name  string
 	value int64
-	null  bool // a nil reply (BF.INFO's expansion of a NONSCALING filter)
+	null  bool   // a nil reply (BF.INFO's expansion of a NONSCALING filter)
+	text  string // a string reply (TOPK.INFO's decay)
 }
 
 func (in info) String() string {
@@ -161,6 +191,8 @@ func (in info) String() string {
 		}
 		if f.null {
 			fmt.Fprintf(&b, "%s=nil", f.name)
+		} else if f.text != "" {
+			fmt.Fprintf(&b, "%s=%s", f.name, f.text)
 		} else {
 			fmt.Fprintf(&b, "%s=%d", f.name, f.value)
 		}
@@ -179,8 +211,17 @@ func (in info) get(name string) int64 {
 
 func (in info) equal(o info) bool { return in.String() == o.String() }
 
-// size is the filter's memory size as its INFO reports it.
-func (in info) size() int64 { return in.get("Size") }
+// size is the key's memory size as its INFO reports it (a sketch's, from
+// its dimensions, as RedisBloom counts it).
+func (in info) size() int64 {
+	if k := in.get("k"); k > 0 {
+		return topk.StructBytes + topk.BucketBytes*in.get("width")*in.get("depth") + topk.HeapBytes*k
+	}
+	if w := in.get("width"); w > 0 {
+		return cms.StructBytes + 4*w*in.get("depth")
+	}
+	return in.get("Size")
+}
 
 // errGone means the key does not exist (any more).
 var errGone = errors.New("key does not exist")
@@ -206,6 +247,10 @@ func parseInfo(v any) (info, error) {
 			in = append(in, infoField{name: name, value: val})
 		case nil:
 			in = append(in, infoField{name: name, null: true})
+		case string:
+			in = append(in, infoField{name: name, text: val})
+		case float64:
+			in = append(in, infoField{name: name, text: strconv.FormatFloat(val, 'g', -1, 64)})
 		default:
 			return nil, fmt.Errorf("unexpected INFO value %T for %q", a[i+1], name)
 		}
@@ -303,6 +348,10 @@ func dumpDigest(ctx context.Context, c *redis.Client, k kind, key string) (diges
 	if err != nil {
 		return digest{}, err
 	}
+	if k.whole() {
+		_, sum, err := dumpWhole(ctx, c, k, key)
+		return digest{sum: sum, info: in}, err
+	}
 	h := sha256.New()
 	err = scanDump(ctx, c, k, key, in, func(_ int64, data string) error {
 		h.Write(bytesOf(data))
@@ -347,4 +396,49 @@ func (e *endpoint) expiry(ctx context.Context, db int, key string) (int64, error
 		return 0, nil
 	}
 	return time.Now().UnixMilli() + ms, nil
+}
+
+// dumpWhole is a sketch's DUMP payload and the digest of the value it
+// holds: the payload decoded (Redis may LZF-compress it, bfserver does
+// not), so that the same sketch digests alike on either server.
+func dumpWhole(ctx context.Context, c *redis.Client, k kind, key string) (string, string, error) {
+	p, err := c.Dump(ctx, key).Result()
+	if err == redis.Nil {
+		return "", "", errGone
+	}
+	if err != nil {
+		return "", "", err
+	}
+	v, err := canonical(k, []byte(p))
+	if err != nil {
+		return "", "", fmt.Errorf("DUMP %s: %w", showKey(key), err)
+	}
+	sum := sha256.Sum256(v)
+	return p, hex.EncodeToString(sum[:]), nil
+}
+
+// canonical is the full state a sketch's DUMP payload holds, as the
+// sketch's own encoder writes it (a Top-K's item pointers, which differ
+// per process, written as zero).
+func canonical(k kind, p []byte) ([]byte, error) {
+	body, err := rdb.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	r := rdb.NewReader(body, uint64(len(p))*1100)
+	if r.Byte() != rdb.TypeModule2 || r.Len() != rdb.ModuleID(k.typeName(), 0) {
+		return nil, fmt.Errorf("not a %s payload", k.typeName())
+	}
+	if k == topkKind {
+		t, err := topk.FromRDB(r, math.MaxUint64)
+		if err != nil {
+			return nil, err
+		}
+		return t.AppendRDB(nil), nil
+	}
+	s, err := cms.FromRDB(r, math.MaxUint64)
+	if err != nil {
+		return nil, err
+	}
+	return s.Marshal(), nil
 }

@@ -1,7 +1,9 @@
 package resp
 
 import (
+	"math"
 	"strconv"
+	"strings"
 )
 
 // Writer appends replies to a buffer in the connection's protocol (2 or 3).
@@ -121,6 +123,81 @@ func (w *Writer) Verbatim(s string) {
 	w.Buf = append(w.Buf, "txt:"...)
 	w.Buf = append(w.Buf, s...)
 	w.Buf = append(w.Buf, '\r', '\n')
+}
+
+// ModuleDouble writes a double as RedisModule_ReplyWithDouble does on
+// Redis 7.2 and later (addReplyDouble, fpconv_dtoa): the shortest digits
+// that read back exactly, in plain notation when the decimal exponent is
+// small (an integer of at most 7 padding zeros, a fraction down to 10^-6
+// or with at most 3 places before the point), else d.ddde±X; a bulk
+// string in RESP2, a double in RESP3.
+func (w *Writer) ModuleDouble(d float64) {
+	s := fpconv(d)
+	if w.Proto == 3 {
+		w.Buf = append(w.Buf, ',')
+		w.Buf = append(w.Buf, s...)
+		w.Buf = append(w.Buf, '\r', '\n')
+		return
+	}
+	w.BulkString(s)
+}
+
+// fpconv is fpconv_dtoa's text of d.
+func fpconv(d float64) string {
+	switch {
+	case math.IsNaN(d):
+		return "nan"
+	case math.IsInf(d, 1):
+		return "inf"
+	case math.IsInf(d, -1):
+		return "-inf"
+	case d == 0:
+		if math.Signbit(d) {
+			return "-0"
+		}
+		return "0"
+	}
+	neg := d < 0
+	e := strconv.FormatFloat(math.Abs(d), 'e', -1, 64) // d.ddde±XX
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	nd := len(digits)
+	k := x - nd + 1 // d = digits × 10^k
+	var out string
+	absExp := x
+	if absExp < 0 {
+		absExp = -absExp
+	}
+	switch {
+	case k >= 0 && absExp < nd+7:
+		out = digits + strings.Repeat("0", k)
+	case k < 0 && (k > -7 || absExp < 4):
+		if off := nd + k; off <= 0 {
+			out = "0." + strings.Repeat("0", -off) + digits
+		} else {
+			out = digits[:off] + "." + digits[off:]
+		}
+	default:
+		if neg {
+			digits = digits[:min(nd, 17)]
+		} else {
+			digits = digits[:min(nd, 18)]
+		}
+		out = digits[:1]
+		if len(digits) > 1 {
+			out += "." + digits[1:]
+		}
+		sign := "+"
+		if x < 0 {
+			sign = "-"
+		}
+		out += "e" + sign + strconv.Itoa(absExp)
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
 }
 
 // Double writes a double: ,d in RESP3, a bulk string in RESP2, in the

@@ -200,7 +200,9 @@ func parseKeysPattern(s *session, args [][]byte) (command.Cmd, string) {
 }
 
 var knownTypes = map[string]bool{"string": true, "list": true, "set": true, "zset": true, "hash": true,
-	"stream": true, "mbbloom--": true, "mbbloomcf": true}
+	"stream": true, "mbbloom--": true, "mbbloomcf": true,
+	// RedisBloom's sketches: Count-Min Sketch, Top-K, t-digest.
+	"cmsk-type": true, "topk-type": true, "tdis-type": true}
 
 func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 	cur, err := parseUint(args[1])

@@ -80,6 +80,8 @@ func buildTable() {
 	registerFilters()
 	registerKeys()
 	registerWindows()
+	registerCMS()
+	registerTopK()
 	registerStrlen()
 	registerIntrospect()
 	registerACLCommands()

@@ -194,6 +194,37 @@ func peer() {
 	}
 }
 
+// sketches runs issue #26's sketch cases against RedisBloom: CMS.INCRBY
+// and TOPK.ADD at depth 1 and 32, durable (fsync always on both) and in
+// memory, servers alternating as in peer.
+func sketches() {
+	for _, d := range []struct {
+		label  string
+		bf, rb []string
+	}{
+		{"durable (--fsync always vs appendfsync always)", []string{"--fsync", "always"}, []string{"--appendonly", "yes", "--appendfsync", "always"}},
+		{"memory (--in-memory vs no persistence)", []string{"--in-memory"}, nil},
+	} {
+		if *durability != "" && !strings.Contains(d.label, *durability) {
+			continue
+		}
+		bf := startBF(d.bf...)
+		rb := startRedisBloom(d.rb...)
+		for _, s := range []*server{bf, rb} {
+			s.do("CMS.INITBYPROB", "cms", "0.001", "0.01")
+			s.do("TOPK.RESERVE", "topk", "50", "2000", "7", "0.925")
+		}
+		peerCompare(bf, rb, d.label, []peerCase{
+			{"CMS.INCRBY P1 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 1, 100000, "100000", 1},
+			{"CMS.INCRBY P32 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 32, 1000000, "100000", 1},
+			{"TOPK.ADD P1 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 1, 100000, "100000", 1},
+			{"TOPK.ADD P32 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 32, 1000000, "100000", 1},
+		})
+		bf.stop()
+		rb.stop()
+	}
+}
+
 // stopPID ends a server this tool did not start as its child (the anchors'
 // script daemonizes RedisBloom) and removes nothing: the script's temp dir
 // is printed on its stderr.
