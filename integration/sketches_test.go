@@ -231,38 +231,11 @@ func TestSketchesCluster(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 30*time.Second, "writes before the kill", func() bool { return n.Load() > 300 })
-	leader := leaderOf(t, nodes)
-	leader.kill()
-	newLeader := leaderOf(t, without(nodes, leader))
-	t.Logf("killed leader %s mid-stream; new leader %s", leader.addr, newLeader.addr)
-	before := n.Load()
-	waitFor(t, 30*time.Second, "writes after the kill", func() bool { return n.Load() > before+300 })
-	leader.launch()
-	before = n.Load()
-	waitFor(t, 30*time.Second, "writes after the restart", func() bool { return n.Load() > before+300 })
+	killLeaderMidStream(t, nodes, &n)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d acknowledged sketch writes, %d values acknowledged to the t-digest", n.Load(), tdAcked.Load())
-
-	keys := []string{"cms", "merged", "top", "td", "tdm"}
-	waitFor(t, 60*time.Second, "identical sketch digests on every node", func() bool {
-		var first []any
-		for i, nd := range nodes {
-			c := nd.client(2)
-			var ds []any
-			for _, k := range keys {
-				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
-			}
-			c.Close()
-			if i == 0 {
-				first = ds
-			} else if fmt.Sprint(ds) != fmt.Sprint(first) {
-				return false
-			}
-		}
-		return first[0] != nil
-	})
+	sameDigests(t, nodes, "cms", "merged", "top", "td", "tdm")
 	items := []any{"CMS.QUERY", "cms"}
 	for i := 0; i < 300; i++ {
 		items = append(items, "i"+strconv.Itoa(i))
@@ -316,9 +289,8 @@ func TestSketchesCluster(t *testing.T) {
 			t.Fatalf("replicas answer quantiles differently:\n%s\n%s", quants[0], q)
 		}
 	}
-	// A transaction of reads only, on a follower, whose QUANTILE
-	// compresses: it goes through the log whole, and INFO in it shows the
-	// compression; every replica then holds the same digest.
+	// Inside EXEC on a follower, the reads travel to the leader with the
+	// transaction and come back as results: the same answers.
 	var follower *node
 	for _, nd := range nodes {
 		if nd != leaderOf(t, nodes) {
@@ -328,6 +300,24 @@ func TestSketchesCluster(t *testing.T) {
 	}
 	fc := follower.client(2)
 	defer fc.Close()
+	cmds, err := fc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
+		p.Do(ctx(t), "CMS.INFO", "cms")
+		p.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT")
+		p.Do(ctx(t), "TOPK.INFO", "top")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := []any{fc.Do(ctx(t), "CMS.INFO", "cms").Val(), fc.Do(ctx(t), "TOPK.LIST", "top", "WITHCOUNT").Val(), fc.Do(ctx(t), "TOPK.INFO", "top").Val()}
+	for i, c := range cmds {
+		if got := fmt.Sprint(c.(*redis.Cmd).Val()); got != fmt.Sprint(direct[i]) {
+			t.Errorf("in EXEC on a follower: %s, directly %v", got, direct[i])
+		}
+	}
+	// A transaction of reads only, on a follower, whose QUANTILE
+	// compresses: it goes through the log whole, and INFO in it shows the
+	// compression; every replica then holds the same digest.
 	sketchDo(t, fc, "TDIGEST.ADD", "td", "1", "2", "3")
 	var info *redis.Cmd
 	if _, err := fc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
@@ -432,4 +422,44 @@ func TestMigrateSketches(t *testing.T) {
 			t.Errorf("second run: %q %s, want identical", k, o)
 		}
 	}
+}
+
+// killLeaderMidStream lets the writers counting in n acknowledge 300
+// writes, kills the leader with kill -9, waits for 300 more under a new
+// leader, restarts the old one and waits for 300 more.
+func killLeaderMidStream(t *testing.T, nodes []*node, n *atomic.Int64) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "writes before the kill", func() bool { return n.Load() > 300 })
+	leader := leaderOf(t, nodes)
+	leader.kill()
+	newLeader := leaderOf(t, without(nodes, leader))
+	t.Logf("killed leader %s mid-stream; new leader %s", leader.addr, newLeader.addr)
+	before := n.Load()
+	waitFor(t, 30*time.Second, "writes after the kill", func() bool { return n.Load() > before+300 })
+	leader.launch()
+	before = n.Load()
+	waitFor(t, 30*time.Second, "writes after the restart", func() bool { return n.Load() > before+300 })
+}
+
+// sameDigests waits until every node's BFX.DIGEST of each key is the same
+// (and the first key exists).
+func sameDigests(t *testing.T, nodes []*node, keys ...string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "identical digests on every node", func() bool {
+		var first []any
+		for i, nd := range nodes {
+			c := nd.client(2)
+			var ds []any
+			for _, k := range keys {
+				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
+			}
+			c.Close()
+			if i == 0 {
+				first = ds
+			} else if fmt.Sprint(ds) != fmt.Sprint(first) {
+				return false
+			}
+		}
+		return first[0] != nil
+	})
 }

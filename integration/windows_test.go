@@ -203,37 +203,11 @@ func TestWindowsCluster(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 30*time.Second, "adds before the kill", func() bool { return n.Load() > 300 })
-	leader := leaderOf(t, nodes)
-	leader.kill()
-	newLeader := leaderOf(t, without(nodes, leader))
-	t.Logf("killed leader %s mid-stream; new leader %s", leader.addr, newLeader.addr)
-	before := n.Load()
-	waitFor(t, 30*time.Second, "adds after the kill", func() bool { return n.Load() > before+300 })
-	leader.launch()
-	before = n.Load()
-	waitFor(t, 30*time.Second, "adds after the restart", func() bool { return n.Load() > before+300 })
+	killLeaderMidStream(t, nodes, &n)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d acknowledged window adds", n.Load())
-
-	waitFor(t, 60*time.Second, "identical window digests on every node", func() bool {
-		var first []any
-		for i, nd := range nodes {
-			c := nd.client(2)
-			var ds []any
-			for _, k := range []string{"count", "time"} {
-				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
-			}
-			c.Close()
-			if i == 0 {
-				first = ds
-			} else if fmt.Sprint(ds) != fmt.Sprint(first) {
-				return false
-			}
-		}
-		return first[0] != nil
-	})
+	sameDigests(t, nodes, "count", "time")
 	for _, nd := range nodes {
 		c := nd.client(2)
 		for key, items := range acked {

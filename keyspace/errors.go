@@ -107,6 +107,11 @@ var (
 	// caller sends the command through the log instead, where Apply
 	// answers it on every replica alike. It never reaches a client.
 	ErrNeedsLog = newError(51, "needs the log")
+
+	// ErrBFCreate: a Bloom filter whose first link cannot be sized
+	// (RedisBloom's bfCreateChain failing, an error rate so small that
+	// its bits per entry overflow).
+	ErrBFCreate = newError(120, "bf create") // ERR could not create filter
 )
 
 // The t-digest's errors (TDIGEST.*) are RedisBloom's words, the

@@ -51,6 +51,9 @@ type bloomEntry struct {
 func newBloom(c *command.Cmd) (*Value, error) {
 	e := new(bloomEntry)
 	if err := e.chain.Init(c.Capacity, c.ErrorRate, c.Expansion, c.NonScaling || c.Expansion == 0, c.MaxBytes); err != nil {
+		if errors.Is(err, scalable.ErrGrow) {
+			return nil, ErrBFCreate
+		}
 		return nil, mapScalable(err)
 	}
 	e.Kind, e.obj = KindBloom, unsafe.Pointer(&e.chain)

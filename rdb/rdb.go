@@ -79,11 +79,12 @@ func AppendDouble(b []byte, f float64) []byte {
 	return binary.LittleEndian.AppendUint64(append(b, OpDouble), math.Float64bits(f))
 }
 
-// AppendString appends a module string field, uncompressed.
+// AppendString appends a module string field as Redis writes it (lzf.go).
 func AppendString(b, s []byte) []byte { return AppendRawString(append(b, OpString), s) }
 
-// AppendRawString appends an RDB string, uncompressed.
-func AppendRawString(b, s []byte) []byte { return append(AppendLen(b, uint64(len(s))), s...) }
+// AppendRawString appends an RDB string as Redis writes it: integer
+// encoded, LZF-compressed or plain (lzf.go).
+func AppendRawString(b, s []byte) []byte { return appendRedisString(b, s) }
 
 // Seal appends the RDB version and CRC64 that end a DUMP payload.
 func Seal(b []byte) []byte {

@@ -30,8 +30,7 @@ func (s *Sketch) AppendRDB(b []byte) []byte {
 	b = rdb.AppendUInt(b, s.Width)
 	b = rdb.AppendUInt(b, s.Depth)
 	b = rdb.AppendUInt(b, s.Count)
-	b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(s.Cells))*4)
-	return appendCells(b, s.Cells)
+	return rdb.AppendString(b, appendCells(make([]byte, 0, 4*len(s.Cells)), s.Cells))
 }
 
 func appendCells(b []byte, cells []uint32) []byte {

@@ -3,6 +3,8 @@ package tdigest
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bfserver/bfserver/internal/redisnum"
 )
 
 func benchValues(n int) []float64 {
@@ -74,6 +76,6 @@ func BenchmarkFormatDouble(b *testing.B) {
 	vals := benchValues(1024)
 	var buf []byte
 	for i := 0; b.Loop(); i++ {
-		buf = AppendDouble(buf[:0], vals[i&1023])
+		buf = redisnum.AppendDouble(buf[:0], vals[i&1023])
 	}
 }

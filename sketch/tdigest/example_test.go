@@ -3,6 +3,7 @@ package tdigest_test
 import (
 	"fmt"
 
+	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 	d.AddValues(vals)
 	qs, _ := tdigest.QuantileArgs([][]byte{[]byte("0.5"), []byte("0.9")})
 	for _, v := range d.Quantiles(qs) {
-		fmt.Printf("%q\n", tdigest.AppendRESP2Double(nil, v))
+		fmt.Printf("%q\n", redisnum.AppendRESP2Double(nil, v))
 	}
 	_, err = tdigest.AddArgs([][]byte{[]byte("inf")})
 	fmt.Println(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/internal/golden"
+	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/rdb"
 )
 
@@ -59,9 +60,9 @@ func (w *reply) null() {
 }
 func (w *reply) double(f float64) {
 	if w.proto == 3 {
-		w.b = AppendRESP3Double(w.b, f)
+		w.b = redisnum.AppendRESP3Double(w.b, f)
 	} else {
-		w.b = AppendRESP2Double(w.b, f)
+		w.b = redisnum.AppendRESP2Double(w.b, f)
 	}
 }
 

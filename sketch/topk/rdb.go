@@ -2,7 +2,6 @@ package topk
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/bfserver/bfserver/rdb"
 )
@@ -24,23 +23,23 @@ func (t *TopK) AppendRDB(b []byte) []byte {
 	b = rdb.AppendUInt(b, uint64(t.Width))
 	b = rdb.AppendUInt(b, uint64(t.Depth))
 	b = rdb.AppendDouble(b, t.Decay)
-	b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(t.Buckets))*BucketBytes)
+	buf := make([]byte, 0, max(len(t.Buckets)*BucketBytes, len(t.Heap)*HeapBytes))
 	for _, k := range t.Buckets {
-		b = binary.LittleEndian.AppendUint32(b, k.FP)
-		b = binary.LittleEndian.AppendUint32(b, k.Count)
+		buf = binary.LittleEndian.AppendUint32(buf, k.FP)
+		buf = binary.LittleEndian.AppendUint32(buf, k.Count)
 	}
-	b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(t.Heap))*HeapBytes)
+	b = rdb.AppendString(b, buf)
+	buf = buf[:0]
 	for _, h := range t.Heap {
-		b = binary.LittleEndian.AppendUint32(b, h.FP)
-		b = binary.LittleEndian.AppendUint32(b, h.ItemLen)
-		b = binary.LittleEndian.AppendUint64(b, 0)
-		b = binary.LittleEndian.AppendUint32(b, h.Count)
-		b = binary.LittleEndian.AppendUint32(b, 0)
+		buf = binary.LittleEndian.AppendUint32(buf, h.FP)
+		buf = binary.LittleEndian.AppendUint32(buf, h.ItemLen)
+		buf = binary.LittleEndian.AppendUint64(buf, 0)
+		buf = binary.LittleEndian.AppendUint32(buf, h.Count)
+		buf = binary.LittleEndian.AppendUint32(buf, 0)
 	}
+	b = rdb.AppendString(b, buf)
 	for _, h := range t.Heap {
-		item := CString(h.Item)
-		b = rdb.AppendLen(append(b, rdb.OpString), uint64(len(item))+1)
-		b = append(append(b, item...), 0)
+		b = rdb.AppendString(b, append(append(buf[:0], CString(h.Item)...), 0))
 	}
 	return b
 }
@@ -48,8 +47,10 @@ func (t *TopK) AppendRDB(b []byte) []byte {
 // FromRDB reads TopKRdbSave's fields: the buckets and heap must be exactly
 // their dimensions' sizes, and the sketch within maxBytes.
 func FromRDB(r *rdb.Reader, maxBytes uint64) (*TopK, error) {
+	// RedisBloom loads any decay (0, 2, NaN: RESERVE alone checks it);
+	// the coin then always or never decays, here as there.
 	k, w, d, decay := r.UInt(), r.UInt(), r.UInt(), r.Double()
-	if r.Err() != nil || !validDecay(decay) || math.IsNaN(decay) {
+	if r.Err() != nil {
 		return nil, ErrFormat
 	}
 	size, ok := Bytes(k, w, d)

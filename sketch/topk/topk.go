@@ -298,9 +298,6 @@ func (t *TopK) Marshal() []byte {
 	return b
 }
 
-// validDecay is RedisBloom's range for decay.
-func validDecay(d float64) bool { return d > 0 && d <= 1 }
-
 // Unmarshal reads Marshal's bytes, refusing a sketch over maxBytes.
 func Unmarshal(b []byte, maxBytes uint64) (*TopK, error) {
 	if len(b) < 28 {
@@ -309,7 +306,7 @@ func Unmarshal(b []byte, maxBytes uint64) (*TopK, error) {
 	t := &TopK{K: binary.LittleEndian.Uint32(b), Width: binary.LittleEndian.Uint32(b[4:]), Depth: binary.LittleEndian.Uint32(b[8:]),
 		Decay: math.Float64frombits(binary.LittleEndian.Uint64(b[12:])), Rand: binary.LittleEndian.Uint64(b[20:])}
 	size, ok := Bytes(uint64(t.K), uint64(t.Width), uint64(t.Depth))
-	if !ok || !validDecay(t.Decay) {
+	if !ok {
 		return nil, ErrFormat
 	}
 	if size > maxBytes {

@@ -9,7 +9,8 @@ on a fresh server (--launch starts one per area on --port and kills it by PID).
         --port 7520 --out . [area ...]
 
 Areas: cms, topk, tdigest (hand-written transcripts, RESP2 then RESP3),
-cms-random, topk-random (seeded random sessions), sketchdocs (COMMAND DOCS/INFO/GETKEYS and ACL CAT of the
+topk-refused (payloads RedisBloom refuses, alone), cms-random and
+topk-random (seeded random sessions), sketchdocs (COMMAND DOCS/INFO/GETKEYS and ACL CAT of the
 sketch commands). Output: <area>.jsonl, or cms-random-NNN.jsonl per session.
 """
 import argparse
@@ -101,6 +102,21 @@ def disjoint(names, width, depth, want):
         if len(out) == want:
             break
     return out
+
+
+def topk_payload(k, w, d, decay, buckets=None, heap=None, items=None, encver=0):
+    """A hand-made TopK-TYPE DUMP payload (uncompressed strings)."""
+    body = b'\x07' + rdb_len(module_id('TopK-TYPE', encver))
+    body += b'\x02' + rdb_len(k) + b'\x02' + rdb_len(w) + b'\x02' + rdb_len(d) + b'\x04' + struct.pack('<d', decay)
+    if buckets is None:
+        buckets = b'\0' * (8 * w * d)
+    if heap is None:
+        heap = b'\0' * (24 * k)
+    body += b'\x05' + rdb_len(len(buckets)) + buckets
+    body += b'\x05' + rdb_len(len(heap)) + heap
+    for it in [b'\0'] * k if items is None else items:
+        body += b'\x05' + rdb_len(len(it)) + it
+    return crc64_payload(body + b'\x00')
 
 
 def both(r, cases):
@@ -526,6 +542,22 @@ def topk_cases(r, conn):
     do('RESTORE', 'rbin', '0', dump, volatile=True)
     do('TOPK.LIST', 'rbin', 'WITHCOUNT')
     do('TOPK.QUERY', 'rbin', '', 'a\x00b', 'a', 'x' * 300)
+    # Hand-made payloads RedisBloom loads: used as sketches afterwards.
+    fp = murmur2(b'ab', 1919)
+    for note, p in (('hand-made 2x3x1', topk_payload(2, 3, 1, 0.9)),
+                    ('hand-made with item ab, count 5',
+                     topk_payload(2, 3, 1, 0.9, buckets=struct.pack('<II', fp, 5) + b'\0' * 16,
+                                  heap=b'\0' * 24 + struct.pack('<IIQII', fp, 2, 0, 5, 0), items=[b'\0', b'ab\0'])),
+                    ('decay 2 (RESERVE would refuse it)', topk_payload(2, 3, 1, 2.0)),
+                    ('decay 0', topk_payload(2, 3, 1, 0.0))):
+        key = 'h%d' % len(note)
+        do('RESTORE', key, '0', p, 'REPLACE', note=note)
+        do('TOPK.LIST', key, 'WITHCOUNT', note=note)
+        do('TOPK.INFO', key, note=note)
+        do('TOPK.ADD', key, 'ab', 'cd', 'ab', note=note)
+        do('TOPK.LIST', key, 'WITHCOUNT', note=note)
+        do('TOPK.COUNT', key, 'ab', 'cd', note=note)
+        do('DEL', key)
     do('RENAME', 'inc', 'inc3')
     do('TOPK.LIST', 'inc3', 'WITHCOUNT')
     do('EXPIRE', 'inc3', '100')
@@ -696,6 +728,22 @@ def tdigest_cases(r, conn):
 
 def area_tdigest(r):
     both(r, tdigest_cases)
+
+
+def area_topk_refused(r):
+    """Top-K payloads RedisBloom refuses, alone on their server: its failed
+    loads damage the process's heap (a FLUSHALL after them crashed it), so
+    only their replies are recorded, and nothing after them."""
+    r.section = 'topk.restore-refused'
+    for note, p in (('buckets short', topk_payload(2, 3, 1, 0.9, buckets=b'\0' * 16)),
+                    ('buckets long', topk_payload(2, 3, 1, 0.9, buckets=b'\0' * 32)),
+                    ('heap short', topk_payload(2, 3, 1, 0.9, heap=b'\0' * 24)),
+                    ('heap long', topk_payload(2, 3, 1, 0.9, heap=b'\0' * 72)),
+                    ('k 0', topk_payload(0, 3, 1, 0.9)),
+                    ('width 0', topk_payload(2, 0, 1, 0.9)),
+                    ('encver 1', topk_payload(2, 3, 1, 0.9, encver=1)),
+                    ('one item missing', topk_payload(2, 3, 1, 0.9, items=[b'\0']))):
+        r.do('RESTORE', 'refused', '0', p, 'REPLACE', note=note)
 
 
 def area_sketchdocs(r):
@@ -874,7 +922,7 @@ def random_sessions(o, area, fn, count, ncmds, seedbase):
                 time.sleep(0.2)
 
 
-AREAS = {'cms': area_cms, 'topk': area_topk, 'tdigest': area_tdigest, 'sketchdocs': area_sketchdocs}
+AREAS = {'cms': area_cms, 'topk': area_topk, 'topk-refused': area_topk_refused, 'tdigest': area_tdigest, 'sketchdocs': area_sketchdocs}
 RANDOM = {'cms-random': (cms_random, 8, 400, 26000), 'topk-random': (topk_random, 8, 400, 26100)}
 
 
