@@ -30,6 +30,18 @@ func newLoggedStore(s raft.LogStore, disk *diskHealth) *loggedStore {
 	return &loggedStore{LogStore: s, disk: disk, idle: closedCh}
 }
 
+// IsMonotonic passes on the store's: Raft empties a monotonic log after
+// installing a snapshot, where it keeps a gap in another (raft-wal
+// refuses one).
+func (s *loggedStore) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
+// isMonotonic reports whether a log store takes only consecutive entries
+// (raft.MonotonicLogStore).
+func isMonotonic(s raft.LogStore) bool {
+	m, ok := s.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (s *loggedStore) StoreLog(l *raft.Log) error {
 	return s.StoreLogs([]*raft.Log{l})
 }

@@ -20,8 +20,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 // Fsync policies for the Raft log, like Redis's appendfsync.
@@ -62,6 +60,11 @@ type Options struct {
 	Joiner Joiner
 	// Fsync is the log's durability policy. Default FsyncAlways.
 	Fsync string
+	// LogStore is the Raft log's store: LogStoreWAL (raft-wal, one fsync
+	// per batch) or LogStoreBolt (raft-boltdb, two). A data directory
+	// that holds the other kind has its log moved into this one at start
+	// (openLogStore). Default LogStoreWAL.
+	LogStore string
 	// WriteTimeout is how long a write may wait for the log without
 	// progress: to enter it, and then for the log to commit or apply
 	// anything. A write whose entry is being applied waits for its result
@@ -232,6 +235,13 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("replication: fsync must be always, everysec or no, not %q", o.Fsync)
 	}
+	switch o.LogStore {
+	case "":
+		o.LogStore = LogStoreWAL
+	case LogStoreWAL, LogStoreBolt:
+	default:
+		return fmt.Errorf("replication: the raft log store must be wal or bolt, not %q", o.LogStore)
+	}
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
@@ -278,7 +288,7 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *fsm
 	store     *persistence.Store
-	logs      *raftboltdb.BoltStore
+	logs      logStore
 	logged    *loggedStore // logs, as Raft sees it
 	trans     *raft.NetworkTransport
 	mux       *mux
@@ -386,13 +396,14 @@ func Open(opts Options) (*Node, error) {
 	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
 		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes), NoBase: opts.NoImageBase,
 		MaxOpenFiles: opts.ImageMaxOpenFiles}
-	// The Raft log opens (bbolt reads its tree to rebuild the freelist)
-	// while the image loads: the two read different files, and neither
-	// needs the other until Raft starts.
+	// The Raft log opens (bbolt reads its tree to rebuild the freelist,
+	// raft-wal its tail segment; a log of the other kind is moved) while
+	// the image loads: the two read different files, and neither needs
+	// the other until Raft starts.
 	began := time.Now()
 	logs := make(chan logOpened, 1)
 	go func() {
-		s, err := openLogStore(opts.DataDir, opts.Fsync == FsyncAlways)
+		s, err := openLogStore(opts.DataDir, opts.LogStore, opts.Fsync == FsyncAlways, opts.Logger)
 		logs <- logOpened{s, err}
 	}()
 	if n.store, err = persistence.Open(imageOpts); err != nil {
@@ -429,19 +440,9 @@ func Open(opts Options) (*Node, error) {
 	return n, nil
 }
 
-// openLogStore opens the Raft log and stable store in dir. The freelist
-// is rebuilt on open instead of written on every commit: with a log of
-// many pages, writing it made each commit slow.
-func openLogStore(dir string, sync bool) (*raftboltdb.BoltStore, error) {
-	return raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(dir, "raft.db"), NoSync: !sync,
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-}
-
 // logOpened is openLogStore's result, from the goroutine that opens it.
 type logOpened struct {
-	store *raftboltdb.BoltStore
+	store logStore
 	err   error
 }
 

@@ -1,0 +1,212 @@
+package replication
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// raft-wal's segment format (its README): a 32-byte file header (the
+// entries' first index at bytes 8-15), then 8-byte-aligned frames, each
+// an 8-byte header (type; three reserved bytes; the payload's length,
+// or for a commit frame the CRC-32C of every byte since the previous
+// commit frame, the file header included for the first) and its payload
+// padded to 8 bytes. Each append writes its entries' frames and one
+// commit frame, then syncs.
+const (
+	walFileHeader  = 32
+	walFrameHeader = 8
+	walEntry       = 1
+	walIndex       = 2
+	walCommit      = 3
+)
+
+// checkWALTail reads the tail segment (the one with the highest first
+// index) as raft-wal's recovery does, and refuses the two things that
+// recovery drops without a word, taking them for a write torn by a crash:
+//   - a final batch whose commit frame is there but whose bytes fail its
+//     checksum: raft-wal goes back to the batch before;
+//   - a frame header it cannot read, or data after a stretch of zeros:
+//     raft-wal stops reading there, and loses every batch after it.
+//
+// A batch that reached its commit frame was synced, and with --fsync
+// always acknowledged: losing it would lose acknowledged writes (one
+// torn by a power cut while it was being synced was not acknowledged,
+// and is refused all the same: the error says how to let it go). What
+// is accepted after the last intact commit is zeros, and the frames of
+// one append a crash cut short before its commit frame (never
+// acknowledged); those are zeroed here, so that no later, shorter batch
+// leaves an older one's frames behind it for the next recovery to read.
+func checkWALTail(dir string) error {
+	segs, err := walSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return err
+	}
+	path := filepath.Join(dir, segs[len(segs)-1])
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	t, err := scanTail(f)
+	if err != nil {
+		return fmt.Errorf("raft log segment %s: %w", path, err)
+	}
+	if t.problem != "" {
+		return damagedTail(t, path)
+	}
+	if t.dirtyTo > t.end {
+		// An unacknowledged partial append: zero it.
+		zeros := make([]byte, min(t.dirtyTo-t.end, 1<<20))
+		for at := t.end; at < t.dirtyTo; at += int64(len(zeros)) {
+			n := min(int64(len(zeros)), t.dirtyTo-at)
+			if _, err := f.WriteAt(zeros[:n], at); err != nil {
+				return err
+			}
+		}
+		return f.Sync()
+	}
+	return nil
+}
+
+// tailScan is what scanTail found in a tail segment.
+type tailScan struct {
+	base    uint64 // the segment's first index
+	end     int64  // where raft-wal's recovery resumes appending
+	dirtyTo int64  // the end of the last non-zero byte after end
+	// problem, when set, is what raft-wal would drop: the entries from
+	// index first on, and the offset of the trouble.
+	problem string
+	first   uint64
+	at      int64
+}
+
+// scanTail walks a segment's frames, streaming it once.
+func scanTail(f io.Reader) (*tailScan, error) {
+	r := bufio.NewReaderSize(f, 1<<20)
+	var hdr [walFileHeader]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &tailScan{end: walFileHeader}, nil // nothing was ever committed
+		}
+		return nil, err
+	}
+	t := &tailScan{base: binary.LittleEndian.Uint64(hdr[8:16])}
+	crc := crc32.Update(0, crcTable, hdr[:])
+	off := int64(walFileHeader)
+	entries := uint64(0)
+	// The last commit frame and the one before: where each ends, how many
+	// entries precede it, and whether the bytes since the one before
+	// match its checksum.
+	type commit struct {
+		end     int64
+		entries uint64
+		intact  bool
+	}
+	var last, prev *commit
+	scratch := make([]byte, 64<<10)
+	eof := false
+	var fh [walFrameHeader]byte
+walk:
+	for {
+		if _, err := io.ReadFull(r, fh[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, err
+			}
+			eof = true
+			break
+		}
+		typ, n := fh[0], int64(binary.LittleEndian.Uint32(fh[4:]))
+		switch {
+		case fh == [walFrameHeader]byte{}:
+			break walk // zeros: the end of what was written
+		case typ == walCommit:
+			prev, last = last, &commit{end: off + walFrameHeader, entries: entries, intact: uint32(n) == crc}
+			crc = 0
+			off += walFrameHeader
+			continue
+		case typ == walEntry && n <= asideBytes+stubLen+64, typ == walIndex && n <= maxIndexFrame:
+			// An entry's frame holds at most asideBytes of data and its
+			// encoding (walStore); an index frame four bytes per entry.
+		default:
+			t.problem, t.at = "a frame header that does not read", off
+			break walk
+		}
+		crc = crc32.Update(crc, crcTable, fh[:])
+		if typ == walEntry {
+			entries++
+		}
+		off += walFrameHeader
+		for n += int64(padding(int(n))); n > 0; {
+			k, err := io.ReadFull(r, scratch[:min(n, int64(len(scratch)))])
+			crc = crc32.Update(crc, crcTable, scratch[:k])
+			off += int64(k)
+			n -= int64(k)
+			if err != nil {
+				eof = true // a frame an append cut short
+				break walk
+			}
+		}
+	}
+	// Where raft-wal resumes: after the last commit (before the whole
+	// segment when there is none); a final commit followed by nothing is
+	// checked, and one that fails sends it back to the commit before.
+	t.end = walFileHeader
+	acked := uint64(0) // entries up to the last commit raft-wal keeps
+	if last != nil && (last.entries < entries || last.intact) {
+		t.end, acked = last.end, last.entries
+	} else if last != nil {
+		if prev != nil {
+			t.end, acked = prev.end, prev.entries
+		}
+		if t.problem == "" {
+			t.problem, t.at = "a batch whose bytes do not match its checksum", last.end-walFrameHeader
+		}
+	}
+	t.first = t.base + acked
+	if t.problem != "" {
+		return t, nil
+	}
+	// The frames of an append cut short, then only zeros.
+	t.dirtyTo = max(off, t.end)
+	if eof {
+		return t, nil
+	}
+	off += walFrameHeader // the zero header
+	for {
+		k, err := r.Read(scratch)
+		for i, b := range scratch[:k] {
+			if b != 0 {
+				t.problem, t.at = "data after a stretch of zeros", off+int64(i)
+				return t, nil
+			}
+		}
+		off += int64(k)
+		if err == io.EOF {
+			return t, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxIndexFrame bounds a sealed segment's index frame: four bytes for
+// each entry a 64 MiB segment can hold (at least eight bytes each).
+const maxIndexFrame = 4 * (64 << 20) / 8
+
+// padding is how many zero bytes follow a payload of n bytes.
+func padding(n int) int { return (walFrameHeader - n%walFrameHeader) % walFrameHeader }
+
+// damagedTail is the error a start stops with at a tail it refuses.
+func damagedTail(t *tailScan, path string) error {
+	cause := fmt.Errorf("%w: the raft log segment %s holds %s at byte %d, and the entries from there on would be lost on reading it",
+		errDamaged, filepath.Base(path), t.problem, t.at)
+	return fmt.Errorf("%w. If this machine lost power while that batch was being written (it was then never acknowledged), "+
+		"writing zeros from byte %d to the end of that file lets the node start without it", damagedLog(t.first, cause), t.at)
+}
