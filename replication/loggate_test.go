@@ -25,7 +25,7 @@ func (b *blockingStore) StoreLogs(l []*raft.Log) error {
 // itself reaches the store.
 func TestLoggedStoreIdle(t *testing.T) {
 	inner := &blockingStore{LogStore: raft.NewInmemStore(), entered: make(chan struct{}), release: make(chan struct{})}
-	s := newLoggedStore(inner, &diskHealth{})
+	s := newLoggedStore(inner, &diskHealth{}, nil)
 	isClosed := func(c <-chan struct{}) bool {
 		select {
 		case <-c:

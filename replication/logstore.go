@@ -97,14 +97,14 @@ func openLogStore(dir, kind string, sync bool, log *slog.Logger) (logStore, erro
 	if err != nil {
 		return nil, err
 	}
-	if hadWant && hadOther {
-		log.Info("raft log: removing the copy a move left behind", "path", other)
-		err = retire(other)
-	}
 	for _, p := range []string{want + ".new", other + ".new", want + ".old", other + ".old"} {
 		if err == nil && exists(p) {
 			err = os.RemoveAll(p)
 		}
+	}
+	if err == nil && hadWant && hadOther {
+		log.Info("raft log: removing the copy a move left behind", "path", other)
+		err = retire(other)
 	}
 	if err != nil {
 		s.Close()
@@ -116,6 +116,9 @@ func openLogStore(dir, kind string, sync bool, log *slog.Logger) (logStore, erro
 // retire renames a store out of the way (atomically, so no half-removed
 // store is ever taken for the log) and removes it.
 func retire(path string) error {
+	if err := os.RemoveAll(path + ".old"); err != nil {
+		return err
+	}
 	if err := os.Rename(path, path+".old"); err != nil {
 		return err
 	}
@@ -164,8 +167,13 @@ func moveLog(dir, from, to string, log *slog.Logger) error {
 	return retire(logStorePath(dir, from))
 }
 
-// stableKeys are the stable store's keys Raft uses (raft.go).
-var stableKeys = [][]byte{[]byte("CurrentTerm"), []byte("LastVoteTerm"), []byte("LastVoteCand")}
+// stableKeys are the stable store's keys Raft uses (raft.go), and whether
+// each holds a number (SetUint64: the stores encode numbers differently,
+// raft-boltdb big-endian and raft-wal little-endian).
+var stableKeys = []struct {
+	key    []byte
+	number bool
+}{{[]byte("CurrentTerm"), true}, {[]byte("LastVoteTerm"), true}, {[]byte("LastVoteCand"), false}}
 
 // copyLog copies Raft's stable values and every entry of src into the
 // empty dst, as they are (their checksums included). A bolt log may have
@@ -175,15 +183,20 @@ var stableKeys = [][]byte{[]byte("CurrentTerm"), []byte("LastVoteTerm"), []byte(
 // must be contiguous (raft-wal) starts after it.
 func copyLog(src, dst logStore) (first, last, n uint64, err error) {
 	for _, k := range stableKeys {
-		v, err := src.Get(k)
+		v, err := src.Get(k.key)
 		if errors.Is(err, raftboltdb.ErrKeyNotFound) || (err == nil && v == nil) {
 			continue
 		}
-		if err != nil {
-			return 0, 0, 0, err
+		if err == nil && k.number {
+			var u uint64
+			if u, err = src.GetUint64(k.key); err == nil {
+				err = dst.SetUint64(k.key, u)
+			}
+		} else if err == nil {
+			err = dst.Set(k.key, v)
 		}
-		if err := dst.Set(k, v); err != nil {
-			return 0, 0, 0, err
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("stable value %s: %w", k.key, err)
 		}
 	}
 	if first, err = src.FirstIndex(); err != nil {

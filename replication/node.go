@@ -353,6 +353,8 @@ type Node struct {
 	soleStart atomic.Bool
 	// disk is the storage fault this node is in, if any (see storage.go).
 	disk diskHealth
+	// stages times the durable path's hand-offs (stages.go).
+	stages stageTimes
 	// lastSave is when the latest snapshot this node took completed (Unix
 	// seconds), for LASTSAVE; the start time before the first.
 	lastSave atomic.Int64
@@ -460,7 +462,8 @@ func (n *Node) startRaft() error {
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	var err error
 	// Whatever the policy, the log is synced before the image moves past it.
-	n.fsm.syncLog = n.logs.Sync
+	n.fsm.syncLog = n.syncLog
+	n.fsm.stages = &n.stages
 	n.fsm.onConfig = n.configured
 	n.fsm.onHalt = n.halted
 	n.fsm.onDisk = n.disk.report
@@ -525,7 +528,7 @@ func (n *Node) startRaft() error {
 	if o.wrapLog != nil {
 		logs = o.wrapLog(logs)
 	}
-	n.logged = newLoggedStore(logs, &n.disk)
+	n.logged = newLoggedStore(logs, &n.disk, &n.stages)
 	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, failpointTransport(n.trans)); err != nil {
 		return err
 	}
@@ -640,7 +643,7 @@ func (n *Node) background() {
 				n.snapshotAsync()
 			}
 			if n.opts.Fsync == FsyncEverySec {
-				n.disk.report(faultLog, n.logs.Sync())
+				n.disk.report(faultLog, n.syncLog())
 			}
 			if n.disk.failing(faultImage) {
 				n.flush()
@@ -656,6 +659,18 @@ func (n *Node) background() {
 		}
 	}
 }
+
+// syncLog makes every entry stored so far durable.
+func (n *Node) syncLog() error {
+	n.stages.syncs.Add(1)
+	return n.logs.Sync()
+}
+
+// WriteStages is INFO writestages (stages.go).
+func (n *Node) WriteStages() [][2]string { return n.stages.info(n.opts.LogStore) }
+
+// ResetWriteStages starts the stage counts afresh (CONFIG RESETSTAT).
+func (n *Node) ResetWriteStages() { n.stages.reset() }
 
 // flush writes the image (the state machine reports how it went).
 func (n *Node) flush() { n.fsm.flush() }

@@ -60,6 +60,9 @@ type walStore struct {
 	lock  io.Closer
 	aside string
 	log   *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // asideBytes: entries with more data are stored aside (above), and no
@@ -307,16 +310,20 @@ func (s *walStore) Sync() error { return s.fs.syncAll() }
 
 // Close syncs what the policy left unsynced, closes raft-wal and its meta
 // store (raft-wal's Close leaves that open) and lets the lock go.
+// Once: a second Close returns the first's result.
 func (s *walStore) Close() error {
-	err := s.fs.syncAll()
-	if cerr := s.WAL.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := s.meta.Close(); err == nil {
-		err = cerr
-	}
-	s.lock.Close()
-	return err
+	s.closeOnce.Do(func() {
+		err := s.fs.syncAll()
+		if cerr := s.WAL.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := s.meta.Close(); err == nil {
+			err = cerr
+		}
+		s.lock.Close()
+		s.closeErr = err
+	})
+	return s.closeErr
 }
 
 // walFS is raft-wal's file system with each file's Sync deferred to

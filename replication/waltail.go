@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,7 +62,18 @@ func checkWALTail(dir string) error {
 		return damagedTail(t, path)
 	}
 	if t.dirtyTo > t.end {
-		// An unacknowledged partial append: zero it.
+		// An append cut short, never acknowledged: zero it. Unless it
+		// holds a commit frame that matches the bytes before it: then
+		// the walk jumped over it (a frame's length damaged), and it
+		// ends a batch that was synced.
+		b := make([]byte, t.dirtyTo-t.end)
+		if _, err := f.ReadAt(b, t.end); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if p := intactCommit(b); p >= 0 {
+			t.problem, t.at = "a frame whose length does not read", t.end+int64(p)
+			return damagedTail(t, path)
+		}
 		zeros := make([]byte, min(t.dirtyTo-t.end, 1<<20))
 		for at := t.end; at < t.dirtyTo; at += int64(len(zeros)) {
 			n := min(int64(len(zeros)), t.dirtyTo-at)
@@ -178,13 +190,13 @@ walk:
 		return t, nil
 	}
 	off += walFrameHeader // the zero header
+	zeros := make([]byte, len(scratch))
 	for {
 		k, err := r.Read(scratch)
-		for i, b := range scratch[:k] {
-			if b != 0 {
-				t.problem, t.at = "data after a stretch of zeros", off+int64(i)
-				return t, nil
-			}
+		if !bytes.Equal(scratch[:k], zeros[:k]) {
+			i := bytes.IndexFunc(scratch[:k], func(r rune) bool { return r != 0 })
+			t.problem, t.at = "data after a stretch of zeros", off+int64(max(i, 0))
+			return t, nil
 		}
 		off += int64(k)
 		if err == io.EOF {
@@ -199,6 +211,26 @@ walk:
 // maxIndexFrame bounds a sealed segment's index frame: four bytes for
 // each entry a 64 MiB segment can hold (at least eight bytes each).
 const maxIndexFrame = 4 * (64 << 20) / 8
+
+// intactCommit is the offset of the first 8-byte-aligned commit frame in
+// b whose checksum matches the bytes before it, since b's start or since
+// the commit frame before, or -1.
+func intactCommit(b []byte) int {
+	all, since := uint32(0), uint32(0)
+	for p := 0; p+walFrameHeader <= len(b); p += walFrameHeader {
+		h := b[p : p+walFrameHeader]
+		if h[0] == walCommit && h[1]|h[2]|h[3] == 0 {
+			if sum := binary.LittleEndian.Uint32(h[4:]); sum == all || sum == since {
+				return p
+			}
+			since = 0
+		} else {
+			since = crc32.Update(since, crcTable, h)
+		}
+		all = crc32.Update(all, crcTable, h)
+	}
+	return -1
+}
 
 // padding is how many zero bytes follow a payload of n bytes.
 func padding(n int) int { return (walFrameHeader - n%walFrameHeader) % walFrameHeader }

@@ -47,6 +47,7 @@ var infoSections = []struct {
 	{"Latencystats", false, (*Server).infoLatencystats},
 	{"Cluster", true, (*Server).infoCluster},
 	{"Keyspace", true, (*Server).infoKeyspace},
+	{"Writestages", false, (*Server).infoWritestages},
 }
 
 type infoBuilder struct{ strings.Builder }
@@ -415,6 +416,22 @@ type memoryReporter interface {
 // writes; INFO persistence ends with its fields.
 type imageReporter interface {
 	ImageInfo() [][2]string
+}
+
+// writeStager is implemented by a Cluster that times the durable path of
+// writes by stage: INFO writestages, bfserver's own section (not a
+// default one, so INFO reads as Redis's), reset by CONFIG RESETSTAT.
+type writeStager interface {
+	WriteStages() [][2]string
+	ResetWriteStages()
+}
+
+func (s *Server) infoWritestages(b *infoBuilder) {
+	if c, ok := s.cluster.(writeStager); ok {
+		for _, f := range c.WriteStages() {
+			b.kv(f[0], f[1])
+		}
+	}
 }
 
 // changesCounter is implemented by a Cluster that can tell how many log

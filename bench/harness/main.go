@@ -5,6 +5,7 @@
 // the bfserver/redis-server ratio.
 //
 //	go run ./bench/harness peer         # issue #25's cases against RedisBloom itself, durability matched
+//	go run ./bench/harness logstores    # durable BF.ADD on each Raft log store against RedisBloom, rotating
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
@@ -79,8 +80,10 @@ func main() {
 		startup()
 	case "peer":
 		peer()
+	case "logstores":
+		logStores()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|throughput|durable|cluster|clusterwrites|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|logstores|throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
