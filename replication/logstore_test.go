@@ -113,6 +113,10 @@ func TestLogStores(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameLog(t, s, ents[2:4])
+			var l raft.Log
+			if err := s.GetLog(5, &l); err != raft.ErrLogNotFound {
+				t.Fatalf("an entry DeleteRange removed reads back: %v", err)
+			}
 			if kind == LogStoreWAL {
 				// Only entry 8 (70 MiB) is still aside.
 				files, _ := os.ReadDir(filepath.Join(dir, "wal", "aside"))

@@ -286,6 +286,7 @@ func (o *Options) Validate() error {
 type Node struct {
 	opts      Options
 	raft      *raft.Raft
+	raftUp    atomic.Bool // raft is set: peer requests may use it
 	fsm       *fsm
 	store     *persistence.Store
 	logs      logStore
@@ -532,6 +533,7 @@ func (n *Node) startRaft() error {
 	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, failpointTransport(n.trans)); err != nil {
 		return err
 	}
+	n.raftUp.Store(true)
 	if err := n.HaltErr(); err != nil { // Raft read a damaged entry as it started
 		n.raft.Shutdown()
 		return err

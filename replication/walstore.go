@@ -48,6 +48,8 @@ import (
 //     process's lock; this one waits lockWait, as raft.db's does.
 //   - A damaged entry that does not decode: raft-wal's decoder can panic
 //     on one; GetLog returns an error instead (logcheck.go halts there).
+//   - Entries truncated from the head of the tail segment: raft-wal still
+//     reads them back; GetLog does not.
 //   - The tail's recovery: raft-wal drops a final batch that fails its
 //     checksum, and everything after a frame header it cannot read, as a
 //     torn write. checkWALTail (waltail.go) refuses such a tail instead:
@@ -232,6 +234,14 @@ func (s *walStore) GetLog(index uint64, l *raft.Log) (err error) {
 			err = fmt.Errorf("raft log entry %d does not decode: %v", index, r)
 		}
 	}()
+	// raft-wal answers for entries a head truncation removed from the
+	// tail segment (its writer keeps the segment's first index as it
+	// was): they are gone, and Raft must send a snapshot instead.
+	if first, err := s.FirstIndex(); err != nil {
+		return err
+	} else if index < first {
+		return raft.ErrLogNotFound
+	}
 	if err := s.WAL.GetLog(index, l); err != nil {
 		return err // raft.ErrLogNotFound for one it does not hold
 	}
