@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,20 @@ func TestLogStoreUpgrade(t *testing.T) {
 		load(c, a, "after:", 3000, make(chan struct{}))
 		if m := missing(t, c, a.snapshot()); len(m) > 0 || storeOf(t, n) != "wal" {
 			t.Fatalf("after the upgrade: %d lost, store %s", len(m), storeOf(t, n))
+		}
+		// INFO writestages counted the writes, is given only when named,
+		// and CONFIG RESETSTAT starts it afresh.
+		if st := infoOf(n, "writestages")["stage_total"]; !strings.HasPrefix(st, "count=") || strings.HasPrefix(st, "count=0,") {
+			t.Fatalf("stage_total %q after 3000 writes", st)
+		}
+		if all := c.Info(ctx(t), "all").Val(); strings.Contains(all, "Writestages") || strings.Contains(all, "stage_total") {
+			t.Fatal("INFO all lists bfserver's own writestages")
+		}
+		if err := c.Do(ctx(t), "CONFIG", "RESETSTAT").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if st := infoOf(n, "writestages")["stage_total"]; !strings.HasPrefix(st, "count=0,") {
+			t.Fatalf("stage_total %q after CONFIG RESETSTAT", st)
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
