@@ -2,6 +2,7 @@ package replication
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -53,7 +54,9 @@ import (
 //   - The tail's recovery: raft-wal drops a final batch that fails its
 //     checksum, and everything after a frame header it cannot read, as a
 //     torn write. checkWALTail (waltail.go) refuses such a tail instead:
-//     a batch that was synced was acknowledged.
+//     a batch that was synced was acknowledged. And a tail sealed by its
+//     last append whose rotation a crash kept out of the segment list
+//     would refuse every later append; checkWALTail completes it.
 type walStore struct {
 	*wal.WAL
 	dir   string
@@ -106,16 +109,16 @@ func openWAL(dir string, sync bool, logger *slog.Logger) (*walStore, error) {
 	if err := syncDir(dir); err != nil {
 		return fail(err)
 	}
+	// Before raft-wal reads the tail: what it would drop, or take for
+	// sealed for good.
+	if err := checkWALTail(dir); err != nil {
+		return fail(err)
+	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: slogWriter{logger}})
 	s.WAL, err = wal.Open(dir, wal.WithLogger(hl), wal.WithMetaStore(s.meta),
 		wal.WithSegmentFiler(segment.NewFiler(dir, s.fs)))
 	if err != nil {
 		return fail(fmt.Errorf("raft log %s: %w", dir, err))
-	}
-	// raft-wal has recovered the tail and removed the segments its list
-	// no longer names; nothing is appended yet.
-	if err := checkWALTail(dir); err != nil {
-		return fail(err)
 	}
 	if err := s.tidyAside(); err != nil {
 		return fail(err)
@@ -362,15 +365,26 @@ func (v *walFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	return &walFile{WritableFile: f, fs: v}, nil
 }
 
-// syncAll syncs every file written since its last sync.
+// syncAll syncs every file written since its last sync. Appends go on
+// meanwhile (one that writes a file again marks it dirty again); a file
+// closed meanwhile was a segment a truncation deleted.
 func (v *walFS) syncAll() error {
 	v.mu.Lock()
-	defer v.mu.Unlock()
+	files := make([]*walFile, 0, len(v.dirty))
 	for f := range v.dirty {
-		if err := f.WritableFile.Sync(); err != nil {
+		files = append(files, f)
+		delete(v.dirty, f)
+	}
+	v.mu.Unlock()
+	for i, f := range files {
+		if err := f.WritableFile.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			v.mu.Lock()
+			for _, g := range files[i:] {
+				v.dirty[g] = struct{}{}
+			}
+			v.mu.Unlock()
 			return err
 		}
-		delete(v.dirty, f)
 	}
 	return nil
 }

@@ -10,6 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
+
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 // raft-wal's segment format (its README): a 32-byte file header (the
@@ -27,9 +33,10 @@ const (
 	walCommit      = 3
 )
 
-// checkWALTail reads the tail segment (the one with the highest first
-// index) as raft-wal's recovery does, and refuses the two things that
-// recovery drops without a word, taking them for a write torn by a crash:
+// checkWALTail reads the tail segment (the last one raft-wal's segment
+// list names, before raft-wal opens it) as raft-wal's recovery does, and
+// refuses the two things that recovery drops without a word, taking them
+// for a write torn by a crash:
 //   - a final batch whose commit frame is there but whose bytes fail its
 //     checksum: raft-wal goes back to the batch before;
 //   - a frame header it cannot read, or data after a stretch of zeros:
@@ -41,15 +48,33 @@ const (
 // and is refused all the same: the error says how to let it go). What
 // is accepted after the last intact commit is zeros, and the frames of
 // one append a crash cut short before its commit frame (never
-// acknowledged); those are zeroed here, so that no later, shorter batch
-// leaves an older one's frames behind it for the next recovery to read.
+// acknowledged); those are zeroed, so that no later, shorter batch
+// leaves an older one's frames behind it for the next recovery to read
+// (and raft-wal does not take an index frame among them for a seal).
+//
+// A tail whose last intact batch sealed it (its index frame) while the
+// list still calls it open, a crash having come between that append and
+// the rotation's commit, would refuse every append after it in raft-wal
+// (ErrSealed, at every start): the rotation is completed here instead.
 func checkWALTail(dir string) error {
-	segs, err := walSegments(dir)
-	if err != nil || len(segs) == 0 {
-		return err
+	if !exists(filepath.Join(dir, metadb.FileName)) {
+		return nil // a new log
 	}
-	path := filepath.Join(dir, segs[len(segs)-1])
+	var meta metadb.BoltMetaDB
+	st, err := meta.Load(dir)
+	if err != nil {
+		return fmt.Errorf("raft log %s: %w", dir, err)
+	}
+	defer meta.Close()
+	if len(st.Segments) == 0 || !st.Segments[len(st.Segments)-1].SealTime.IsZero() {
+		return nil // raft-wal makes a new tail
+	}
+	info := st.Segments[len(st.Segments)-1]
+	path := filepath.Join(dir, segment.FileName(info))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // created before its first append: raft-wal makes it again
+	}
 	if err != nil {
 		return err
 	}
@@ -81,9 +106,23 @@ func checkWALTail(dir string) error {
 				return err
 			}
 		}
-		return f.Sync()
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
-	return nil
+	if t.sealed == 0 || t.first == t.base {
+		return nil
+	}
+	// Seal it in the list, and name the next segment, as raft-wal's
+	// rotation does (the file is created when raft-wal opens).
+	now := time.Now()
+	info.SealTime, info.MaxIndex, info.IndexStart = now, t.first-1, uint64(t.sealed)
+	next := types.SegmentInfo{ID: st.NextSegmentID, BaseIndex: t.first, MinIndex: t.first,
+		SizeLimit: uint32(wal.DefaultSegmentSize), Codec: info.Codec, CreateTime: now}
+	st.Segments[len(st.Segments)-1] = info
+	st.Segments = append(st.Segments, next)
+	st.NextSegmentID++
+	return meta.CommitState(st)
 }
 
 // tailScan is what scanTail found in a tail segment.
@@ -91,11 +130,15 @@ type tailScan struct {
 	base    uint64 // the segment's first index
 	end     int64  // where raft-wal's recovery resumes appending
 	dirtyTo int64  // the end of the last non-zero byte after end
-	// problem, when set, is what raft-wal would drop: the entries from
-	// index first on, and the offset of the trouble.
+	// first is the index after the last entry raft-wal keeps; problem,
+	// when set, is what it would drop (the entries from first on), at
+	// the offset of the trouble.
 	problem string
 	first   uint64
 	at      int64
+	// sealed is where the index array of the last batch raft-wal keeps
+	// starts, when that batch sealed the segment; 0 otherwise.
+	sealed int64
 }
 
 // scanTail walks a segment's frames, streaming it once.
@@ -119,7 +162,9 @@ func scanTail(f io.Reader) (*tailScan, error) {
 		end     int64
 		entries uint64
 		intact  bool
+		sealed  int64 // the batch's index array, if it has one
 	}
+	sealed := int64(0) // an index frame since the last commit
 	var last, prev *commit
 	scratch := make([]byte, 64<<10)
 	eof := false
@@ -138,8 +183,8 @@ walk:
 		case fh == [walFrameHeader]byte{}:
 			break walk // zeros: the end of what was written
 		case typ == walCommit:
-			prev, last = last, &commit{end: off + walFrameHeader, entries: entries, intact: uint32(n) == crc}
-			crc = 0
+			prev, last = last, &commit{end: off + walFrameHeader, entries: entries, intact: uint32(n) == crc, sealed: sealed}
+			crc, sealed = 0, 0
 			off += walFrameHeader
 			continue
 		case typ == walEntry && n <= asideBytes+stubLen+64, typ == walIndex && n <= maxIndexFrame:
@@ -152,6 +197,8 @@ walk:
 		crc = crc32.Update(crc, crcTable, fh[:])
 		if typ == walEntry {
 			entries++
+		} else {
+			sealed = off + walFrameHeader
 		}
 		off += walFrameHeader
 		for n += int64(padding(int(n))); n > 0; {
@@ -171,10 +218,10 @@ walk:
 	t.end = walFileHeader
 	acked := uint64(0) // entries up to the last commit raft-wal keeps
 	if last != nil && (last.entries < entries || last.intact) {
-		t.end, acked = last.end, last.entries
+		t.end, acked, t.sealed = last.end, last.entries, last.sealed
 	} else if last != nil {
 		if prev != nil {
-			t.end, acked = prev.end, prev.entries
+			t.end, acked, t.sealed = prev.end, prev.entries, prev.sealed
 		}
 		if t.problem == "" {
 			t.problem, t.at = "a batch whose bytes do not match its checksum", last.end-walFrameHeader
