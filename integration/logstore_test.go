@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -93,15 +92,7 @@ func TestLogStoreUpgrade(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, "--raft-log-store", "bolt")
 		reserveLoadKeys(t, leaderOf(t, nodes).client(2))
-		h := &history{}
-		a := &acked{items: map[string][]string{}}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, n := range nodes {
-			wg.Add(2)
-			go writer(n, fmt.Sprintf("w%d", i), h, a, stop, &wg)
-			go reader(t, n, h, uint64(i+1), stop, &wg)
-		}
+		_, a, end := traffic(t, nodes)
 		// A follower first, then the leader; the third stays on raft.db.
 		leader := leaderOf(t, nodes)
 		follower := without(nodes, leader)[0]
@@ -115,12 +106,7 @@ func TestLogStoreUpgrade(t *testing.T) {
 		}
 		before := a.n.Load()
 		waitFor(t, 30*time.Second, "writes after the upgrades", func() bool { return a.n.Load() > before+300 })
-		close(stop)
-		wg.Wait()
-		t.Logf("%d acknowledged adds, %d linearizable reads checked", a.n.Load(), h.reads.Load())
-		if h.bad.Load() > 0 {
-			t.Fatalf("%d reads answered 0 for acknowledged items", h.bad.Load())
-		}
+		end()
 		converged(t, nodes, a)
 		var stores []string
 		for _, n := range nodes {

@@ -314,6 +314,22 @@ func tailFile(t *testing.T, dir string) (string, []byte) {
 	return path, b
 }
 
+// frameBefore is the offset of the last frame header of type typ before
+// the first copy of marker in a segment (the last commit frame, when
+// marker is not there): the 8-byte boundaries before an entry's
+// encoding (index, term, type, lengths: a few bytes).
+func frameBefore(b []byte, marker string, typ byte) int {
+	i := bytes.Index(b, []byte(marker)) - walFrameHeader
+	if i < 0 {
+		i = bytes.LastIndexFunc(b, func(r rune) bool { return r != 0 })
+	}
+	h := i &^ (walFrameHeader - 1)
+	for b[h] != typ {
+		h -= walFrameHeader
+	}
+	return h
+}
+
 // TestWALTail: what raft-wal's recovery would drop without a word is
 // refused, naming the first entry lost and the way out (a batch that
 // fails its checksum, a frame header that does not read, data after
@@ -360,14 +376,7 @@ func TestWALTail(t *testing.T) {
 	t.Run("frame header damaged", func(t *testing.T) {
 		dir, _ := write(t)
 		path, b := tailFile(t, dir)
-		i := bytes.Index(b, []byte("entry-3-"))
-		// The entry's frame header starts on the 8-byte boundary before
-		// its encoding (index, term, type, lengths: a few bytes).
-		h := (i - 8) &^ 7
-		for b[h] != walEntry {
-			h -= 8
-		}
-		b[h] = 9
+		b[frameBefore(b, "entry-3-", walEntry)] = 9
 		os.WriteFile(path, b, 0o644)
 		refused(t, dir, 3)
 	})
@@ -376,11 +385,7 @@ func TestWALTail(t *testing.T) {
 		// into zeros, as if entries 5 to 8 were an append cut short.
 		dir, _ := write(t)
 		path, b := tailFile(t, dir)
-		h := (bytes.Index(b, []byte("entry-5-")) - 8) &^ 7
-		for b[h] != walEntry {
-			h -= 8
-		}
-		b[h+6] ^= 0x10
+		b[frameBefore(b, "entry-5-", walEntry)+6] ^= 0x10
 		os.WriteFile(path, b, 0o644)
 		refused(t, dir, 5)
 	})
@@ -396,19 +401,9 @@ func TestWALTail(t *testing.T) {
 		path, b := tailFile(t, dir)
 		// The second append's frames, copied after the last commit with
 		// no commit frame of their own.
-		from := (bytes.Index(b, []byte("entry-3-")) - 8) &^ 7
-		for b[from] != walEntry {
-			from -= 8
-		}
-		to := (bytes.Index(b, []byte("entry-5-")) - 8) &^ 7
-		for b[to] != walCommit {
-			to -= 8
-		}
-		end := (bytes.LastIndex(b, []byte("entry-8-")) + 300 + 8) &^ 7
-		for b[end] != walCommit {
-			end += 8
-		}
-		end += 8
+		from := frameBefore(b, "entry-3-", walEntry)
+		to := frameBefore(b, "entry-5-", walCommit)
+		end := frameBefore(b, "entry-9-", walCommit) + walFrameHeader // no entry 9: the last commit
 		n := copy(b[end:], b[from:to])
 		os.WriteFile(path, b, 0o644)
 		s, err := openWAL(dir, true, slog.Default())
@@ -420,17 +415,7 @@ func TestWALTail(t *testing.T) {
 		if !bytes.Equal(after[end:end+n], make([]byte, n)) {
 			t.Fatal("the unacknowledged frames were not zeroed")
 		}
-		more := testEntries(9, 50)
-		if err := s.StoreLogs(more); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		s, err = openWAL(dir, true, slog.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		sameLog(t, s, append(all, more...))
+		appendsGoOn(t, s, dir, all, testEntries(9, 50))
 	})
 }
 
@@ -600,12 +585,18 @@ func TestWALSealedTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameLog(t, s, all)
-	more := testEntries(uint64(len(all))+1, 100, 100)
+	appendsGoOn(t, s, dir, all, testEntries(uint64(len(all))+1, 100, 100))
+}
+
+// appendsGoOn appends more to s, which holds all, closes it, and checks
+// that the store opened again holds both.
+func appendsGoOn(t *testing.T, s *walStore, dir string, all, more []*raft.Log) {
+	t.Helper()
 	if err := s.StoreLogs(more); err != nil {
-		t.Fatalf("append after the sealed tail: %v", err)
+		t.Fatalf("an append after: %v", err)
 	}
 	s.Close()
-	s, err = openWAL(dir, true, slog.Default())
+	s, err := openWAL(dir, true, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

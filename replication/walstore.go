@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bfserver/bfserver/internal/atomicfile"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -165,7 +166,7 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 		if len(l.Data) <= asideBytes {
 			continue
 		}
-		if aside == nil {
+		if aside == nil { // the caller's slice stays as it was
 			aside = make([]*raft.Log, len(logs))
 			copy(aside, logs)
 			logs = aside
@@ -175,11 +176,6 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 			return err
 		}
 		logs[i] = stub
-	}
-	if aside != nil {
-		if err := syncDir(s.aside); err != nil {
-			return err
-		}
 	}
 	for len(logs) > 0 {
 		n, bytes := 1, len(logs[0].Data)
@@ -197,27 +193,14 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 
 func asideName(index uint64) string { return fmt.Sprintf("%020d.entry", index) }
 
-// putAside writes l's data to its own file, synced, and returns the stub
-// the log holds instead.
+// putAside writes l's data to its own file, synced and renamed into
+// place, and returns the stub the log holds instead.
 func (s *walStore) putAside(l *raft.Log) (*raft.Log, error) {
-	path := filepath.Join(s.aside, asideName(l.Index))
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	err := atomicfile.Write(filepath.Join(s.aside, asideName(l.Index)), 0o644, func(w io.Writer) error {
+		_, err := w.Write(l.Data)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	_, err = f.Write(l.Data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return nil, fmt.Errorf("raft log entry %d: %w", l.Index, err)
 	}
 	x := append([]byte{}, asideMagic...)
@@ -275,7 +258,7 @@ func (s *walStore) DeleteRange(min, max uint64) error {
 	if err := s.WAL.DeleteRange(min, max); err != nil {
 		return err
 	}
-	s.removeAside(func(i uint64) bool { return i >= min && i <= max })
+	s.removeAside(func(i uint64) bool { return i >= min && i <= max }, false)
 	return nil
 }
 
@@ -290,13 +273,14 @@ func (s *walStore) tidyAside() error {
 	if err != nil {
 		return err
 	}
-	s.removeAside(func(i uint64) bool { return last == 0 || i < first || i > last })
+	s.removeAside(func(i uint64) bool { return last == 0 || i < first || i > last }, true)
 	return nil
 }
 
 // removeAside removes the files stored aside whose index drop says, and
-// every unfinished one.
-func (s *walStore) removeAside(drop func(uint64) bool) {
+// with unfinished every other file there (at open: a StoreLogs may be
+// writing one otherwise, Raft compacting its log meanwhile).
+func (s *walStore) removeAside(drop func(uint64) bool, unfinished bool) {
 	ents, err := os.ReadDir(s.aside)
 	if err != nil {
 		return
@@ -305,7 +289,7 @@ func (s *walStore) removeAside(drop func(uint64) bool) {
 	for _, e := range ents {
 		name := e.Name()
 		i, err := strconv.ParseUint(strings.TrimSuffix(name, ".entry"), 10, 64)
-		if strings.HasSuffix(name, ".tmp") || err != nil || drop(i) {
+		if err != nil && unfinished || err == nil && strings.HasSuffix(name, ".entry") && drop(i) {
 			if err := os.Remove(filepath.Join(s.aside, name)); err != nil {
 				s.log.Warn("raft log: removing an entry stored aside", "file", name, "err", err)
 			}

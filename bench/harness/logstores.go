@@ -96,7 +96,8 @@ func logStores() {
 	}
 }
 
-func medianOf(rs []peerRun, f func(peerRun) float64) float64 {
+// medianOf is the median of f over runs of any kind.
+func medianOf[R any](rs []R, f func(R) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)

@@ -251,14 +251,7 @@ func benchClients(s *server, clients, pipeline, n int, args []string) result {
 	return r
 }
 
-func median(rs []result, f func(result) float64) float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
+func median(rs []result, f func(result) float64) float64 { return medianOf(rs, f) }
 
 // pair is one case: the bfserver command and redis-server's nearest native one.
 type pair struct {
