@@ -603,3 +603,47 @@ func appendsGoOn(t *testing.T, s *walStore, dir string, all, more []*raft.Log) {
 	defer s.Close()
 	sameLog(t, s, append(all, more...))
 }
+
+// TestWALTailTruncated: entries before a truncation of the log's suffix
+// (a follower dropping entries a new leader did not keep) read back after
+// a restart. raft-wal v0.4.0 records the segment it truncates as sealed
+// with no index (its issue #31), and read none of it after a restart.
+func TestWALTailTruncated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := openWAL(dir, true, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := testEntries(1, 100, 200, 300, 400, 500, 600)
+	if err := s.StoreLogs(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange(5, 6); err != nil {
+		t.Fatal(err)
+	}
+	all = all[:4]
+	for round := range 2 {
+		more := testEntries(uint64(len(all))+1, 70, 80)
+		for _, l := range more {
+			l.Term = 4 + uint64(round)
+			stamp(l)
+		}
+		appendsGoOn(t, s, dir, all, more)
+		all = append(all, more...)
+		if s, err = openWAL(dir, true, slog.Default()); err != nil {
+			t.Fatal(err)
+		}
+		// Truncate again, across the segment the last one sealed.
+		if err := s.DeleteRange(uint64(len(all)), uint64(len(all))); err != nil {
+			t.Fatal(err)
+		}
+		all = all[:len(all)-1]
+	}
+	s.Close()
+	s, err = openWAL(dir, true, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sameLog(t, s, all)
+}

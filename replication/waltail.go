@@ -66,6 +66,9 @@ func checkWALTail(dir string) error {
 		return fmt.Errorf("raft log %s: %w", dir, err)
 	}
 	defer meta.Close()
+	if err := indexSealed(dir, &st, &meta); err != nil {
+		return err
+	}
 	if len(st.Segments) == 0 || !st.Segments[len(st.Segments)-1].SealTime.IsZero() {
 		return nil // raft-wal makes a new tail
 	}
@@ -123,6 +126,83 @@ func checkWALTail(dir string) error {
 	st.Segments = append(st.Segments, next)
 	st.NextSegmentID++
 	return meta.CommitState(st)
+}
+
+// indexSealed gives every segment the list calls sealed but that has no
+// index (IndexStart 0) one: raft-wal v0.4.0 seals the tail it truncates
+// (a follower dropping entries a new leader did not keep) without
+// writing its index, and reads nothing of it after a restart ("sealed
+// segment has no index block"; raft-wal's issue #31, fixed after
+// v0.4.0). The index goes after the file's end, synced, and then into
+// the list; a crash in between leaves it to be written again.
+func indexSealed(dir string, st *types.PersistentState, meta types.MetaStore) error {
+	changed := false
+	for i, info := range st.Segments {
+		if info.SealTime.IsZero() || info.IndexStart != 0 || info.MaxIndex < info.BaseIndex {
+			continue
+		}
+		path := filepath.Join(dir, segment.FileName(info))
+		at, err := writeIndex(path, int(info.MaxIndex-info.BaseIndex+1))
+		if err != nil {
+			return fmt.Errorf("raft log segment %s, sealed without an index: %w", path, err)
+		}
+		st.Segments[i].IndexStart = uint64(at)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return meta.CommitState(*st)
+}
+
+// writeIndex appends to a segment an index frame of its first n entries'
+// frame offsets, synced, and returns where the offsets start.
+func writeIndex(path string, n int) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var hdr [walFileHeader]byte
+	r := bufio.NewReaderSize(f, 1<<20)
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, err
+	}
+	index := make([]byte, walFrameHeader, walFrameHeader+4*n+4)
+	off := int64(walFileHeader)
+	var fh [walFrameHeader]byte
+	for len(index) < walFrameHeader+4*n {
+		if _, err := io.ReadFull(r, fh[:]); err != nil {
+			return 0, fmt.Errorf("%d of its %d entries found: %w", (len(index)-walFrameHeader)/4, n, err)
+		}
+		typ, size := fh[0], int64(binary.LittleEndian.Uint32(fh[4:]))
+		switch typ {
+		case walEntry:
+			index = binary.LittleEndian.AppendUint32(index, uint32(off))
+		case walIndex:
+		case walCommit:
+			size = 0
+		default:
+			return 0, fmt.Errorf("%d of its %d entries found: a frame header that does not read at byte %d", (len(index)-walFrameHeader)/4, n, off)
+		}
+		size += int64(padding(int(size)))
+		if _, err := r.Discard(int(size)); err != nil {
+			return 0, err
+		}
+		off += walFrameHeader + size
+	}
+	index[0] = walIndex
+	binary.LittleEndian.PutUint32(index[4:], uint32(4*n))
+	index = append(index, make([]byte, padding(4*n))...)
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
+	end += int64(padding(int(end % walFrameHeader)))
+	if _, err := f.WriteAt(index, end); err != nil {
+		return 0, err
+	}
+	return end + walFrameHeader, f.Sync()
 }
 
 // tailScan is what scanTail found in a tail segment.
