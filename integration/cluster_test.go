@@ -254,15 +254,7 @@ func converged(t *testing.T, nodes []*node, a *acked) {
 func TestClusterLeaderKills(t *testing.T) {
 	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
 	reserveLoadKeys(t, leaderOf(t, nodes).client(2))
-	h := &history{}
-	a := &acked{items: map[string][]string{}}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Add(2)
-		go writer(n, fmt.Sprintf("w%d", i), h, a, stop, &wg)
-		go reader(t, n, h, uint64(i+1), stop, &wg)
-	}
+	_, a, end := traffic(t, nodes)
 	for round := 0; round < 3; round++ {
 		before := a.n.Load()
 		waitFor(t, 30*time.Second, "writes to progress", func() bool { return a.n.Load() > before+300 })
@@ -274,13 +266,31 @@ func TestClusterLeaderKills(t *testing.T) {
 	}
 	before := a.n.Load()
 	waitFor(t, 30*time.Second, "writes after the last restart", func() bool { return a.n.Load() > before+300 })
-	close(stop)
-	wg.Wait()
-	t.Logf("%d acknowledged adds, %d linearizable reads checked", a.n.Load(), h.reads.Load())
-	if h.bad.Load() > 0 {
-		t.Fatalf("%d reads answered 0 for acknowledged items", h.bad.Load())
-	}
+	end()
 	converged(t, nodes, a)
+}
+
+// traffic starts a writer and a linearizable reader on every node; end
+// stops them and fails the test if a read answered 0 for an add
+// acknowledged before it.
+func traffic(t *testing.T, nodes []*node) (h *history, a *acked, end func()) {
+	h, a = &history{}, &acked{items: map[string][]string{}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(2)
+		go writer(n, fmt.Sprintf("w%d", i), h, a, stop, &wg)
+		go reader(t, n, h, uint64(i+1), stop, &wg)
+	}
+	return h, a, func() {
+		t.Helper()
+		close(stop)
+		wg.Wait()
+		t.Logf("%d acknowledged adds, %d linearizable reads checked", a.n.Load(), h.reads.Load())
+		if h.bad.Load() > 0 {
+			t.Fatalf("%d reads answered 0 for acknowledged items", h.bad.Load())
+		}
+	}
 }
 
 // TestFollowerWipeRejoins: a follower whose data directory is wiped

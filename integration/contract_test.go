@@ -16,6 +16,8 @@ import (
 	"github.com/bfserver/bfserver/persistence"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -229,14 +231,28 @@ func TestLongCommandAnswered(t *testing.T) {
 }
 
 // appendEntries adds entries to a stopped node's Raft log, after its last
-// one and in its last term, as a leader of that term would have.
+// one and in its last term, as a leader of that term would have, in
+// whichever store the node keeps it.
 func appendEntries(t *testing.T, dataDir string, entries ...[]byte) uint64 {
 	t.Helper()
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft.db"))
-	if err != nil {
-		t.Fatal(err)
+	var store raft.LogStore
+	if dir := filepath.Join(dataDir, "wal"); exists(dir) {
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(dir, wal.WithMetaStore(meta))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer meta.Close() // raft-wal's Close leaves it open
+		defer w.Close()
+		store = w
+	} else {
+		b, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		store = b
 	}
-	defer store.Close()
 	last, err := store.LastIndex()
 	if err != nil {
 		t.Fatal(err)

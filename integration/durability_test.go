@@ -173,6 +173,29 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
+// copyLog copies a stopped node's Raft log, whichever store holds it, into
+// another data directory.
+func copyLog(t *testing.T, from, to string) {
+	t.Helper()
+	if exists(filepath.Join(from, "raft.db")) {
+		copyFile(t, filepath.Join(from, "raft.db"), filepath.Join(to, "raft.db"))
+	}
+	err := filepath.WalkDir(filepath.Join(from, "wal"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		copyFile(t, path, filepath.Join(to, rel))
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+}
+
 // TestSingleNodeKillNine: 100,000 adds across a scaling Bloom filter, a
 // non-scaling one and a Cuckoo filter, kill -9 in the middle of the load,
 // restart: every acknowledged item is present; the state equals a replay
@@ -216,7 +239,7 @@ func TestSingleNodeKillNine(t *testing.T) {
 	// Replay the same log from scratch in a second node: no image at all.
 	n.stop()
 	replay := &node{t: t, addr: freeAddr(t), raftAddr: n.raftAddr, dataDir: t.TempDir(), args: n.args}
-	copyFile(t, filepath.Join(n.dataDir, "raft.db"), filepath.Join(replay.dataDir, "raft.db"))
+	copyLog(t, n.dataDir, replay.dataDir)
 	replay.launch()
 	if got := digestsOf(t, replay.client(2)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replay from scratch differs:\n got %v\nwant %v", got, want)

@@ -12,28 +12,39 @@ import (
 )
 
 // flipIn changes the byte 8 past every copy of each marker in the node's
-// raft.db (the test's own items, so nothing else is touched): how many.
+// Raft log, whichever store holds it (raft.db, or raft-wal's segments and
+// the entries it keeps aside): the test's own items, so nothing else is
+// touched. It returns how many it changed.
 func flipIn(t *testing.T, dataDir string, markers ...string) int {
 	t.Helper()
-	path := filepath.Join(dataDir, "raft.db")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths, _ := filepath.Glob(filepath.Join(dataDir, "raft.db"))
+	segs, _ := filepath.Glob(filepath.Join(dataDir, "wal", "*.wal"))
+	aside, _ := filepath.Glob(filepath.Join(dataDir, "wal", "aside", "*"))
 	n := 0
-	for _, m := range markers {
-		for off := 0; ; {
-			i := bytes.Index(b[off:], []byte(m))
-			if i < 0 {
-				break
-			}
-			b[off+i+8] ^= 0x01
-			off += i + len(m)
-			n++
+	for _, path := range append(append(paths, segs...), aside...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
+		changed := false
+		for _, m := range markers {
+			for off := 0; ; {
+				i := bytes.Index(b[off:], []byte(m))
+				if i < 0 {
+					break
+				}
+				b[off+i+8] ^= 0x01
+				off += i + len(m)
+				n++
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return n
 }
@@ -55,14 +66,22 @@ func exitsWith(t *testing.T, n *node) (error, string) {
 // TestDamagedLogStopsTheNode: a byte flipped in an entry of the stored
 // Raft log (kill -9 before the image took the entries, so replay needs
 // them) stops the node at start with the entry's index and the way to
-// recover, instead of replaying another command; on a follower of three
-// the same stops that follower alone, the others keep serving every add,
-// and the follower recovers as its error says, by an empty data directory
-// and a join.
+// recover, instead of replaying another command or starting without the
+// entry; on a follower of three the same stops that follower alone, the
+// others keep serving every add, and the follower recovers as its error
+// says, by an empty data directory and a join. With each log store:
+// raft-wal would take a damaged last batch for a write torn by a crash
+// and drop it, and the start refuses that as it refuses any damaged entry.
 func TestDamagedLogStopsTheNode(t *testing.T) {
+	for _, store := range []string{"wal", "bolt"} {
+		t.Run(store, func(t *testing.T) { damagedLogStops(t, "--raft-log-store", store) })
+	}
+}
+
+func damagedLogStops(t *testing.T, storeArgs ...string) {
 	const bf, cf = "UNIQUEZZZ-target", "UNIQUECFF-target"
 	t.Run("single node", func(t *testing.T) {
-		n := start(t, "--flush-interval", "1h")
+		n := start(t, append([]string{"--flush-interval", "1h"}, storeArgs...)...)
 		c := n.client(2)
 		if err := c.Do(ctx(t), "BF.ADD", "rl:key", bf).Err(); err != nil {
 			t.Fatal(err)
@@ -72,7 +91,7 @@ func TestDamagedLogStopsTheNode(t *testing.T) {
 		}
 		n.kill()
 		if flipIn(t, n.dataDir, bf, cf) < 2 {
-			t.Fatal("the items are not in raft.db")
+			t.Fatal("the items are not in the log")
 		}
 		err, out := exitsWith(t, n)
 		if err == nil || !strings.Contains(out, "raft log entry") || !strings.Contains(out, "damaged") || !strings.Contains(out, "restore") {
@@ -80,7 +99,7 @@ func TestDamagedLogStopsTheNode(t *testing.T) {
 		}
 	})
 	t.Run("follower", func(t *testing.T) {
-		nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, "--flush-interval", "1h")
+		nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, append([]string{"--flush-interval", "1h"}, storeArgs...)...)
 		leader := leaderOf(t, nodes)
 		lc := leader.client(2)
 		if err := lc.Do(ctx(t), "BF.ADD", "rl:key", bf).Err(); err != nil {
@@ -96,7 +115,7 @@ func TestDamagedLogStopsTheNode(t *testing.T) {
 		})
 		f.kill()
 		if flipIn(t, f.dataDir, bf, cf) < 2 {
-			t.Fatal("the items are not in the follower's raft.db")
+			t.Fatal("the items are not in the follower's log")
 		}
 		err, out := exitsWith(t, f)
 		if err == nil || !strings.Contains(out, "raft log entry") || !strings.Contains(out, "--join") {

@@ -87,6 +87,7 @@ type fsm struct {
 	wmu      sync.Mutex
 	advance  chan struct{}            // closed and replaced whenever applied moves
 	syncLog  func() error             // forces the raft log to disk before an image write
+	stages   *stageTimes              // when each entry is applied (stages.go); nil in tests
 	onConfig func(raft.Configuration) // told every committed membership
 	onHalt   func(error)              // told once, when the state machine halts
 	onDisk   func(fault, error)       // told how each write to disk went
@@ -214,13 +215,20 @@ type applyResult struct {
 
 // Apply implements raft.FSM.
 func (f *fsm) Apply(l *raft.Log) any {
-	if l.Type == raft.LogCommand {
-		// Counted here, as Raft hands each entry over, and not in
-		// replayTail's early apply of the same entries.
-		f.count(len(l.Data))
-		f.lastEntry.Store(time.Now().UnixNano())
+	if l.Type != raft.LogCommand {
+		return f.apply(l)
 	}
-	return f.apply(l)
+	// Counted here, as Raft hands each entry over, and not in
+	// replayTail's early apply of the same entries.
+	f.count(len(l.Data))
+	f.lastEntry.Store(time.Now().UnixNano())
+	if f.stages == nil {
+		return f.apply(l)
+	}
+	f.stages.applyAt(l.Index, false)
+	r := f.apply(l)
+	f.stages.applyAt(l.Index, true)
+	return r
 }
 
 // apply is Apply without the log's byte count.

@@ -81,6 +81,8 @@ type checkedStore struct {
 
 func (s *checkedStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
+func (s *checkedStore) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
 // StoreLogs stamps entries new to the cluster and checks those sent by a
 // leader.
 func (s *checkedStore) StoreLogs(logs []*raft.Log) error {

@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -17,7 +18,8 @@ import (
 // It also reports every write's outcome to the node's disk health.
 type loggedStore struct {
 	raft.LogStore
-	disk *diskHealth
+	disk   *diskHealth
+	stages *stageTimes
 
 	mu      sync.Mutex
 	writing int
@@ -26,8 +28,20 @@ type loggedStore struct {
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newLoggedStore(s raft.LogStore, disk *diskHealth) *loggedStore {
-	return &loggedStore{LogStore: s, disk: disk, idle: closedCh}
+func newLoggedStore(s raft.LogStore, disk *diskHealth, stages *stageTimes) *loggedStore {
+	return &loggedStore{LogStore: s, disk: disk, stages: stages, idle: closedCh}
+}
+
+// IsMonotonic passes on the store's: Raft empties a monotonic log after
+// installing a snapshot, where it keeps a gap in another (raft-wal
+// refuses one).
+func (s *loggedStore) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
+// isMonotonic reports whether a log store takes only consecutive entries
+// (raft.MonotonicLogStore).
+func isMonotonic(s raft.LogStore) bool {
+	m, ok := s.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
 }
 
 func (s *loggedStore) StoreLog(l *raft.Log) error {
@@ -37,7 +51,11 @@ func (s *loggedStore) StoreLog(l *raft.Log) error {
 func (s *loggedStore) StoreLogs(l []*raft.Log) error {
 	s.begin()
 	defer s.end()
+	began := time.Now().UnixNano()
 	err := s.LogStore.StoreLogs(l)
+	if err == nil && len(l) > 0 && s.stages != nil {
+		s.stages.storing(l[0].Index, l[len(l)-1].Index, began, time.Now().UnixNano())
+	}
 	var damaged *damagedError
 	if !errors.As(err, &damaged) { // an entry damaged on its way is the sender's, not this disk's
 		s.disk.report(faultLog, err)

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -24,7 +25,7 @@ func (b *blockingStore) StoreLogs(l []*raft.Log) error {
 // itself reaches the store.
 func TestLoggedStoreIdle(t *testing.T) {
 	inner := &blockingStore{LogStore: raft.NewInmemStore(), entered: make(chan struct{}), release: make(chan struct{})}
-	s := newLoggedStore(inner, &diskHealth{})
+	s := newLoggedStore(inner, &diskHealth{}, nil)
 	isClosed := func(c <-chan struct{}) bool {
 		select {
 		case <-c:
@@ -57,11 +58,16 @@ func TestLoggedStoreIdle(t *testing.T) {
 }
 
 // BenchmarkStoreLogs measures one fsynced write of the Raft log as this
-// node configures it, by entry count and size: what a group commit costs.
+// node configures it, each store, by entry count and size: what a group
+// commit costs.
 func BenchmarkStoreLogs(b *testing.B) {
-	for _, c := range []struct{ entries, size int }{{1, 100}, {1, 10_000}, {1, 40_000}, {16, 600}} {
-		b.Run(fmt.Sprintf("%dx%dB", c.entries, c.size), func(b *testing.B) {
-			s, err := openLogStore(b.TempDir(), true)
+	for _, c := range []struct {
+		kind          string
+		entries, size int
+	}{{LogStoreWAL, 1, 100}, {LogStoreBolt, 1, 100}, {LogStoreWAL, 1, 10_000}, {LogStoreBolt, 1, 10_000},
+		{LogStoreWAL, 1, 40_000}, {LogStoreBolt, 1, 40_000}, {LogStoreWAL, 16, 600}, {LogStoreBolt, 16, 600}} {
+		b.Run(fmt.Sprintf("%s/%dx%dB", c.kind, c.entries, c.size), func(b *testing.B) {
+			s, err := openLogStore(b.TempDir(), c.kind, true, slog.Default())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,8 +20,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 // Fsync policies for the Raft log, like Redis's appendfsync.
@@ -62,6 +60,11 @@ type Options struct {
 	Joiner Joiner
 	// Fsync is the log's durability policy. Default FsyncAlways.
 	Fsync string
+	// LogStore is the Raft log's store: LogStoreWAL (raft-wal, one fsync
+	// per batch) or LogStoreBolt (raft-boltdb, two). A data directory
+	// that holds the other kind has its log moved into this one at start
+	// (openLogStore). Default LogStoreWAL.
+	LogStore string
 	// WriteTimeout is how long a write may wait for the log without
 	// progress: to enter it, and then for the log to commit or apply
 	// anything. A write whose entry is being applied waits for its result
@@ -232,6 +235,13 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("replication: fsync must be always, everysec or no, not %q", o.Fsync)
 	}
+	switch o.LogStore {
+	case "":
+		o.LogStore = LogStoreWAL
+	case LogStoreWAL, LogStoreBolt:
+	default:
+		return fmt.Errorf("replication: the raft log store must be wal or bolt, not %q", o.LogStore)
+	}
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
@@ -276,9 +286,10 @@ func (o *Options) Validate() error {
 type Node struct {
 	opts      Options
 	raft      *raft.Raft
+	raftUp    atomic.Bool // raft is set: peer requests may use it
 	fsm       *fsm
 	store     *persistence.Store
-	logs      *raftboltdb.BoltStore
+	logs      logStore
 	logged    *loggedStore // logs, as Raft sees it
 	trans     *raft.NetworkTransport
 	mux       *mux
@@ -343,6 +354,8 @@ type Node struct {
 	soleStart atomic.Bool
 	// disk is the storage fault this node is in, if any (see storage.go).
 	disk diskHealth
+	// stages times the durable path's hand-offs (stages.go).
+	stages stageTimes
 	// lastSave is when the latest snapshot this node took completed (Unix
 	// seconds), for LASTSAVE; the start time before the first.
 	lastSave atomic.Int64
@@ -386,13 +399,14 @@ func Open(opts Options) (*Node, error) {
 	imageOpts := persistence.Options{Dir: filepath.Join(opts.DataDir, "image"), FS: opts.ImageFS, Logger: opts.Logger,
 		MaxValueBytes: max(imageMaxValue, opts.MaxFilterBytes), NoBase: opts.NoImageBase,
 		MaxOpenFiles: opts.ImageMaxOpenFiles}
-	// The Raft log opens (bbolt reads its tree to rebuild the freelist)
-	// while the image loads: the two read different files, and neither
-	// needs the other until Raft starts.
+	// The Raft log opens (bbolt reads its tree to rebuild the freelist,
+	// raft-wal its tail segment; a log of the other kind is moved) while
+	// the image loads: the two read different files, and neither needs
+	// the other until Raft starts.
 	began := time.Now()
 	logs := make(chan logOpened, 1)
 	go func() {
-		s, err := openLogStore(opts.DataDir, opts.Fsync == FsyncAlways)
+		s, err := openLogStore(opts.DataDir, opts.LogStore, opts.Fsync == FsyncAlways, opts.Logger)
 		logs <- logOpened{s, err}
 	}()
 	if n.store, err = persistence.Open(imageOpts); err != nil {
@@ -429,19 +443,9 @@ func Open(opts Options) (*Node, error) {
 	return n, nil
 }
 
-// openLogStore opens the Raft log and stable store in dir. The freelist
-// is rebuilt on open instead of written on every commit: with a log of
-// many pages, writing it made each commit slow.
-func openLogStore(dir string, sync bool) (*raftboltdb.BoltStore, error) {
-	return raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(dir, "raft.db"), NoSync: !sync,
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-}
-
 // logOpened is openLogStore's result, from the goroutine that opens it.
 type logOpened struct {
-	store *raftboltdb.BoltStore
+	store logStore
 	err   error
 }
 
@@ -459,7 +463,8 @@ func (n *Node) startRaft() error {
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
 	var err error
 	// Whatever the policy, the log is synced before the image moves past it.
-	n.fsm.syncLog = n.logs.Sync
+	n.fsm.syncLog = n.syncLog
+	n.fsm.stages = &n.stages
 	n.fsm.onConfig = n.configured
 	n.fsm.onHalt = n.halted
 	n.fsm.onDisk = n.disk.report
@@ -524,10 +529,11 @@ func (n *Node) startRaft() error {
 	if o.wrapLog != nil {
 		logs = o.wrapLog(logs)
 	}
-	n.logged = newLoggedStore(logs, &n.disk)
+	n.logged = newLoggedStore(logs, &n.disk, &n.stages)
 	if n.raft, err = raft.NewRaft(cfg, n.fsm, n.logged, n.logs, n.snaps, failpointTransport(n.trans)); err != nil {
 		return err
 	}
+	n.raftUp.Store(true)
 	if err := n.HaltErr(); err != nil { // Raft read a damaged entry as it started
 		n.raft.Shutdown()
 		return err
@@ -639,7 +645,7 @@ func (n *Node) background() {
 				n.snapshotAsync()
 			}
 			if n.opts.Fsync == FsyncEverySec {
-				n.disk.report(faultLog, n.logs.Sync())
+				n.disk.report(faultLog, n.syncLog())
 			}
 			if n.disk.failing(faultImage) {
 				n.flush()
@@ -655,6 +661,18 @@ func (n *Node) background() {
 		}
 	}
 }
+
+// syncLog makes every entry stored so far durable.
+func (n *Node) syncLog() error {
+	n.stages.syncs.Add(1)
+	return n.logs.Sync()
+}
+
+// WriteStages is INFO writestages (stages.go).
+func (n *Node) WriteStages() [][2]string { return n.stages.info(n.opts.LogStore) }
+
+// ResetWriteStages starts the stage counts afresh (CONFIG RESETSTAT).
+func (n *Node) ResetWriteStages() { n.stages.reset() }
 
 // flush writes the image (the state machine reports how it went).
 func (n *Node) flush() { n.fsm.flush() }

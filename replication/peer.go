@@ -500,6 +500,10 @@ func (n *Node) handlePeer(typ byte, p []byte, from string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The port listens while the log replays, before Raft runs.
+	if !n.raftUp.Load() {
+		return nil, command.ErrNoLeader
+	}
 	ctx, cancel := n.stopContext()
 	defer cancel()
 	switch q.typ {

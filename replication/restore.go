@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -19,8 +20,10 @@ import (
 // addresses leads that cluster and carries on from the backup's index; a
 // node that joins it installs the snapshot, since the log holds nothing
 // before it. The backup's own cluster and members are not carried over.
+// The log it writes is raft-wal's; a node started with another log store
+// moves it into that one.
 func RestoreBackup(dataDir, nodeID, raftAddr, respAddr string, backup io.Reader) error {
-	for _, p := range []string{"raft.db", "snapshots"} {
+	for _, p := range []string{"raft.db", "wal", "snapshots"} {
 		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
 			return fmt.Errorf("%s already holds a node (%s): restore into an empty directory", dataDir, p)
 		}
@@ -44,7 +47,7 @@ func RestoreBackup(dataDir, nodeID, raftAddr, respAddr string, backup io.Reader)
 	}
 	index = max(index, 1)
 	// Raft starts from a snapshot of exactly this image, in term 1.
-	logs, err := openLogStore(dataDir, true)
+	logs, err := openLogStore(dataDir, LogStoreWAL, true, slog.Default())
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // imageFault fails the creation of the image's tables while on, as a
@@ -180,10 +178,7 @@ func digestsOf(ks *keyspace.Keyspace) map[string]string {
 // keyspace and returns its digests.
 func replayDigests(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openLogForTest(t, dir)
 	defer store.Close()
 	first, _ := store.FirstIndex()
 	last, _ := store.LastIndex()

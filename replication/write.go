@@ -15,6 +15,7 @@ import (
 type proposal struct {
 	cmds []*command.Cmd
 	done chan proposed
+	t    proposalTimes // stages.go
 }
 
 type proposed struct {
@@ -96,6 +97,7 @@ func (n *Node) batcher() {
 		case <-n.stop:
 			return
 		case p = <-n.proposals:
+			p.t.taken = time.Now().UnixNano()
 		case <-n.nudges:
 			// An entry that commits must reach the followers now, not at
 			// Raft's next idle tick: any entry appended after it carries
@@ -137,18 +139,28 @@ func (n *Node) batcher() {
 			if q == nil {
 				break
 			}
+			q.t.taken = time.Now().UnixNano()
 			batch = append(batch, q)
 			for _, c := range q.cmds {
 				enc.Add(c)
 			}
 		}
 		data := enc.Entry()
+		closed := time.Now().UnixNano()
 		if !bytes.acquire(len(data), n.stop) {
 			for _, q := range batch {
 				q.done <- proposed{err: command.ErrNoLeader}
 			}
 			return
 		}
+		handed := time.Now().UnixNano()
+		cmds := 0
+		for _, q := range batch {
+			q.t.closed, q.t.handed = closed, handed
+			cmds += len(q.cmds)
+		}
+		n.stages.proposed.Add(1)
+		n.stages.batched.Add(uint64(cmds))
 		fut := n.raft.Apply(data, n.opts.WriteTimeout)
 		go func(size int) {
 			finish(fut, batch)
@@ -244,6 +256,10 @@ func (n *Node) snapshotAsync() {
 
 func finish(fut raft.ApplyFuture, batch []*proposal) {
 	err := mapRaftError(fut.Error())
+	woke := time.Now().UnixNano()
+	for _, q := range batch {
+		q.t.woke = woke
+	}
 	var results []keyspace.Result
 	if err == nil {
 		res, _ := fut.Response().(applyResult)
@@ -288,7 +304,7 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 			return 0, nil, err
 		}
 	}
-	p := &proposal{cmds: cmds, done: make(chan proposed, 1)}
+	p := &proposal{cmds: cmds, done: make(chan proposed, 1), t: proposalTimes{queued: time.Now().UnixNano()}}
 	t := time.NewTimer(n.opts.WriteTimeout)
 	defer t.Stop()
 	select {
@@ -304,12 +320,14 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 	if err := n.patient(ctx, t, func() <-chan struct{} { return nil }, p.done, &r); err != nil {
 		return 0, nil, err
 	}
+	p.t.got = time.Now().UnixNano()
 	if r.err == nil && len(cmds) > 0 {
 		// Followers holding read leases must know of the commit before
 		// the client does; that wait ends with their leases at the latest.
 		if err := n.holders.wait(ctx, r.index, time.Now().Add(2*n.leaseTerm()+time.Second)); err != nil {
 			return 0, nil, command.ErrLeadershipLost
 		}
+		n.stages.record(&p.t, r.index, time.Now().UnixNano())
 	}
 	return r.index, r.results, r.err
 }

@@ -29,24 +29,28 @@ import (
 // (Cluster.ReplicationInfo), Raft's own fields included.
 
 // Sections in Redis's order; the default ones are INFO's with no argument.
+// bfserver's own (own) are given only when named: INFO all and everything
+// list Redis's sections alone.
 var infoSections = []struct {
 	name     string
 	dflt     bool
 	generate func(s *Server, b *infoBuilder)
+	own      bool
 }{
-	{"Server", true, (*Server).infoServer},
-	{"Clients", true, (*Server).infoClients},
-	{"Memory", true, (*Server).infoMemory},
-	{"Persistence", true, (*Server).infoPersistence},
-	{"Stats", true, (*Server).infoStats},
-	{"Replication", true, (*Server).infoReplication},
-	{"CPU", true, (*Server).infoCPU},
-	{"Modules", true, (*Server).infoModules},
-	{"Commandstats", false, (*Server).infoCommandstats},
-	{"Errorstats", true, (*Server).infoErrorstats},
-	{"Latencystats", false, (*Server).infoLatencystats},
-	{"Cluster", true, (*Server).infoCluster},
-	{"Keyspace", true, (*Server).infoKeyspace},
+	{"Server", true, (*Server).infoServer, false},
+	{"Clients", true, (*Server).infoClients, false},
+	{"Memory", true, (*Server).infoMemory, false},
+	{"Persistence", true, (*Server).infoPersistence, false},
+	{"Stats", true, (*Server).infoStats, false},
+	{"Replication", true, (*Server).infoReplication, false},
+	{"CPU", true, (*Server).infoCPU, false},
+	{"Modules", true, (*Server).infoModules, false},
+	{"Commandstats", false, (*Server).infoCommandstats, false},
+	{"Errorstats", true, (*Server).infoErrorstats, false},
+	{"Latencystats", false, (*Server).infoLatencystats, false},
+	{"Cluster", true, (*Server).infoCluster, false},
+	{"Keyspace", true, (*Server).infoKeyspace, false},
+	{"Writestages", false, (*Server).infoWritestages, true},
 }
 
 type infoBuilder struct{ strings.Builder }
@@ -91,7 +95,8 @@ func (s *Server) infoText(args [][]byte) string {
 	}
 	var b infoBuilder
 	for _, sec := range infoSections {
-		if !all && !(dflt && sec.dflt) && !want[strings.ToLower(sec.name)] {
+		named := want[strings.ToLower(sec.name)]
+		if !named && (sec.own || !all && !(dflt && sec.dflt)) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -415,6 +420,22 @@ type memoryReporter interface {
 // writes; INFO persistence ends with its fields.
 type imageReporter interface {
 	ImageInfo() [][2]string
+}
+
+// writeStager is implemented by a Cluster that times the durable path of
+// writes by stage: INFO writestages, bfserver's own section (given only
+// when named, so that INFO reads as Redis's), reset by CONFIG RESETSTAT.
+type writeStager interface {
+	WriteStages() [][2]string
+	ResetWriteStages()
+}
+
+func (s *Server) infoWritestages(b *infoBuilder) {
+	if c, ok := s.cluster.(writeStager); ok {
+		for _, f := range c.WriteStages() {
+			b.kv(f[0], f[1])
+		}
+	}
 }
 
 // changesCounter is implemented by a Cluster that can tell how many log

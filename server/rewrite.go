@@ -37,8 +37,8 @@ func cmdConfigSet(s *session, a [][]byte) {
 
 // resetStats is CONFIG RESETSTAT: what Redis's resets (commandstats,
 // errorstats, the stats counters, the peak memory), not the slow log or
-// the latency monitor. bfserver's own metrics (/metrics) are counters
-// that never go down and are not reset.
+// the latency monitor; and INFO writestages. bfserver's own metrics
+// (/metrics) are counters that never go down and are not reset.
 func (s *Server) resetStats() {
 	eachStat(func(_ string, sp *spec) { s.statsOf(sp).reset() })
 	a := &s.adm
@@ -61,6 +61,9 @@ func (s *Server) resetStats() {
 	a.rejBase.Store(s.stats.rejected.Load())
 	a.peakMem.Store(readMem().heap)
 	a.inst.reset()
+	if c, ok := s.cluster.(writeStager); ok {
+		c.ResetWriteStages()
+	}
 }
 
 // cmdConfigRewrite writes the settings CONFIG SET changed into the file

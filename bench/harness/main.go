@@ -6,6 +6,7 @@
 //
 //	go run ./bench/harness peer         # issue #25's cases against RedisBloom itself, durability matched
 //	go run ./bench/harness sketches     # issue #26's CMS.INCRBY, TOPK.ADD and TDIGEST.ADD at P1 and P32 against RedisBloom
+//	go run ./bench/harness logstores    # durable BF.ADD on each Raft log store against RedisBloom, rotating
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
@@ -82,8 +83,10 @@ func main() {
 		peer()
 	case "sketches":
 		sketches()
+	case "logstores":
+		logStores()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|sketches|throughput|durable|cluster|clusterwrites|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|sketches|logstores|throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
@@ -251,14 +254,7 @@ func benchClients(s *server, clients, pipeline, n int, args []string) result {
 	return r
 }
 
-func median(rs []result, f func(result) float64) float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
+func median(rs []result, f func(result) float64) float64 { return medianOf(rs, f) }
 
 // pair is one case: the bfserver command and redis-server's nearest native one.
 type pair struct {

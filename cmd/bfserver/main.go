@@ -45,6 +45,7 @@ type config struct {
 	nodeID         string
 	join           string
 	fsync          string
+	logStore       string
 	writeTimeout   time.Duration
 	flushInterval  time.Duration
 	snapThreshold  uint64
@@ -102,6 +103,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.join, "join", "", "RESP address of any cluster member to join through")
 	c.fsync = replication.FsyncAlways
 	fs.Var(choiceValue{&c.fsync, []string{replication.FsyncAlways, replication.FsyncEverySec, replication.FsyncNo}}, "fsync", "log durability: always, everysec or no")
+	c.logStore = replication.LogStoreWAL
+	fs.Var(choiceValue{&c.logStore, []string{replication.LogStoreWAL, replication.LogStoreBolt}}, "raft-log-store",
+		"the Raft log's store: wal (raft-wal, one fsync per batch) or bolt (raft-boltdb, two); a data directory holding the other kind has its log moved at start")
 	c.writeTimeout = 10 * time.Second
 	fs.Var(durationValue{&c.writeTimeout}, "write-timeout", "how long a write may wait for the log without progress before its outcome is unknown (a write being applied waits for its result however long it runs)")
 	c.flushInterval = 30 * time.Second
@@ -311,7 +315,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		nodeOpts := replication.Options{
 			NodeID: c.nodeID, RaftAddr: c.raftAddr, RaftAdvertise: c.raftAdvertise, RESPAddr: c.advertise, DataDir: c.dataDir,
-			Join: c.join, Fsync: c.fsync, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
+			Join: c.join, Fsync: c.fsync, LogStore: c.logStore, WriteTimeout: c.writeTimeout, FlushInterval: c.flushInterval,
 			TLS: clusterTLS, ClusterSecret: c.cluster.secretBytes, SecretTransition: c.cluster.transition, InsecurePeers: c.cluster.insecure,
 			SnapshotThreshold: c.snapThreshold, TrailingLogs: c.trailingLogs, TrailingLogBytes: c.trailingBytes,
 			MaxFilterBytes: c.maxFilterBytes, Logger: logger, MaxPeerConns: int(c.maxPeerConns), ImageMaxOpenFiles: fds.imageFiles,
