@@ -191,16 +191,12 @@ func WindowInfo(in window.Info) [][]byte {
 	}
 	u := func(n uint64) []byte { return strconv.AppendUint(nil, n, 10) }
 	d := func(f float64) []byte { return strconv.AppendFloat(nil, f, 'g', 17, 64) }
-	overflow := "keeptime"
-	if in.Overflow == window.KeepRate {
-		overflow = "keeprate"
-	}
 	return [][]byte{
 		[]byte("Window type"), []byte(in.Kind.String()),
 		[]byte("Window"), u(in.Window),
 		[]byte("Capacity"), u(in.Capacity),
 		[]byte("Error rate"), d(in.ErrorRate),
-		[]byte("Overflow"), []byte(overflow),
+		[]byte("Overflow"), []byte(in.Overflow.String()),
 		[]byte("Size"), u(in.MemoryBytes),
 		[]byte("Inserts"), u(in.Inserts),
 		[]byte("Hash functions"), u(uint64(in.K)),

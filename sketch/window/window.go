@@ -59,6 +59,16 @@ const (
 	KeepRate Overflow = 1
 )
 
+func (o Overflow) String() string {
+	switch o {
+	case KeepTime:
+		return "keeptime"
+	case KeepRate:
+		return "keeprate"
+	}
+	return "unknown"
+}
+
 // Options describe a new filter.
 type Options struct {
 	ErrorRate float64
