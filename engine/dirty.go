@@ -38,6 +38,19 @@ func newDirty(size uint64) Dirty {
 	return Dirty{x: &dirtyExt{bits: make([]uint64, (chunks+63)/64)}}
 }
 
+// NewDirty is the change record of an array of size bytes kept outside
+// this package (sketch/window's bit array): its owner marks what it
+// changes with Mark and MarkRange, as Bloom does, so that the image
+// writes only those chunks and a Freeze can hold the array.
+func NewDirty(size uint64) Dirty { return newDirty(size) }
+
+// Mark flags the chunk holding byte offset off; the caller changes the
+// chunk after it returns (a Freeze holding it copies it first).
+func (d *Dirty) Mark(off uint64) { d.mark(off) }
+
+// MarkRange is Mark for every chunk of bytes [off, off+n).
+func (d *Dirty) MarkRange(off, n uint64) { d.markRange(off, n) }
+
 // mark flags the chunk holding byte offset off. The caller changes the
 // chunk after it returns.
 func (d *Dirty) mark(off uint64) {

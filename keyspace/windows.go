@@ -15,11 +15,11 @@ import (
 // clears a slice and moves the ring), so its own lock orders them: Apply
 // takes it to change the filter, readers share it.
 //
-// A window is stored in the image as its metadata alone (the whole
-// filter, window.Marshal), not as chunks: each flush that finds it
-// changed rewrites it whole, and a cut copies it when it captures it.
-// Windows are sized for their window, not their history, so they stay
-// small; the per-filter byte cap bounds them like any filter.
+// In the image a window is a Bloom filter's like: its dump header as
+// metadata, its bit array (one part) in 64 KiB chunks, of which a flush
+// writes those the filter marked changed (window.Filter.Dirty), and a cut
+// holds the array and has Apply copy a chunk before it changes one,
+// within the cut's budget (engine.Freeze).
 type Window struct {
 	mu sync.RWMutex
 	f  *window.Filter
@@ -43,6 +43,13 @@ func (w *Window) Marshal() []byte {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return w.f.Marshal()
+}
+
+// header is the filter's dump header (its metadata in the image).
+func (w *Window) header() []byte {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.f.Header()
 }
 
 // Bytes is the filter's memory: its bits and its struct.
