@@ -22,18 +22,20 @@ var rules = []struct {
 	{"rdb", nil, []string{"net", "os", "log"}},
 	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"internal/ratelog", nil, []string{"net", "os"}},
-	{"command", []string{"internal/wire"}, []string{"net", "os", "log"}},
+	// The sliding-window filter's algorithm: pure, as engine.
+	{"sketch/window", []string{"engine"}, []string{"net", "os", "log", "time", "math/rand"}},
+	{"command", []string{"internal/wire", "engine", "sketch/window"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "keyspace"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "keyspace"}, nil},
+	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the
 	// server keeps as they are).
-	{"movein", []string{"engine", "rdb", "scalable", "command", "internal/wire"}, nil},
+	{"movein", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window"}, nil},
 }
 
 func TestImportsPointDown(t *testing.T) {
