@@ -45,6 +45,14 @@ func (w *Window) Marshal() []byte {
 	return w.f.Marshal()
 }
 
+// Info describes the filter as of now (BFX.WINFO's figures), under its
+// lock; it costs O(k+l), no pass over the bits.
+func (w *Window) Info(now int64) window.Info {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.f.Info(now)
+}
+
 // header is the filter's dump header (its metadata in the image).
 func (w *Window) header() []byte {
 	w.mu.RLock()

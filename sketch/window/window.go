@@ -387,6 +387,12 @@ type Info struct {
 	// EstimatedFP is the false-positive rate of a never-added item at the
 	// current fills; MaxFP the bound the sizing guarantees.
 	EstimatedFP, MaxFP float64
+	// Items estimates the distinct items of the last l generations (the
+	// window) from the fills: the slice at age i holds the generations at
+	// ages i−k+1..i, so the slices at ages l−1, l−1−k, … hold each of the
+	// l youngest once, and a slice of m bits with a fraction f set holds
+	// about −m·ln(1−f) items. It costs no pass over the bits.
+	Items float64
 	// Guaranteed is how long an item is surely kept: l·g inserts (≥ N) or
 	// l·d ms (≥ T). Forgotten is the age (in the same unit) after which
 	// none of its bits remain: (k+l)·g inserts or (k+l)·d ms.
@@ -426,6 +432,11 @@ func (f *Filter) Info(now int64) Info {
 		in.Fill[s.Slices()-vis+i] = float64(f.ones[f.phys(i)]) / float64(s.SliceBits())
 	}
 	in.EstimatedFP = runProb(in.Fill, s.K)
+	m := float64(s.SliceBits())
+	for i := s.L - 1; i >= 0; i -= s.K {
+		f := min(in.Fill[i], 1-1/m)
+		in.Items -= m * math.Log1p(-f)
+	}
 	return in
 }
 

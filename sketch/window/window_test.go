@@ -494,6 +494,12 @@ func TestInfo(t *testing.T) {
 		in.EstimatedFP <= 0 || in.EstimatedFP > in.MaxFP*1.5 || in.Generation != 2500/in.GenerationSize-boolU(2500%in.GenerationSize == 0) {
 		t.Fatalf("implausible info %+v", in)
 	}
+	// Items: the last l generations, (l−1)·g + the current one's, estimated
+	g := in.GenerationSize
+	want := float64(uint64(in.L-1)*g + in.InsertsInGeneration)
+	if math.Abs(in.Items-want) > 0.05*want {
+		t.Errorf("items estimated %.0f, the window holds %.0f", in.Items, want)
+	}
 	// the youngest slices fill in order; the oldest are about ½
 	for i := 1; i < in.K; i++ {
 		if in.Fill[i] < in.Fill[i-1] {
