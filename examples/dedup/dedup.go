@@ -29,10 +29,10 @@ type Deduper interface {
 // percent to a quarter more), is reported new except with probability at
 // most the error rate.
 type Window struct {
-	rdb   *redis.Client
-	key   string
-	spec  []any // the window, for BFX.WINSERT to create the key with
-	cmds  int
+	rdb  *redis.Client
+	key  string
+	spec []any // the window, for BFX.WINSERT to create the key with
+	cmds int
 }
 
 // NewWindow is a Window over key: of a duration (window > 0) with the
