@@ -157,18 +157,21 @@ func TestWindows(t *testing.T) {
 	}
 }
 
-// TestWindowsCluster: a stream of window adds through all three nodes (one
-// count window, one time window), the leader killed with kill -9 in the
-// middle of it and restarted; every acknowledged add is present on every
-// node (the windows are wider than the stream), every replica holds
-// byte-identical windows and answers the same for items never added
-// (their false positives included) and the same BFX.WINFO.
+// TestWindowsCluster: a stream of window adds through all three nodes (a
+// count window and a time window wider than the stream, and a count
+// window of 300 that the stream passes through several times), the
+// leader killed with kill -9 in the middle of it and restarted; every
+// acknowledged add to the wide windows is present on every node, every
+// replica holds byte-identical windows, and answers the same for every
+// item added and 20,000 never added (false positives included), and the
+// same BFX.WINFO.
 func TestWindowsCluster(t *testing.T) {
 	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
 	lc := leaderOf(t, nodes).client(2)
 	for _, args := range [][]any{
 		{"BFX.WRESERVE", "count", "0.01", "COUNT", "200000"},
 		{"BFX.WRESERVE", "time", "0.001", "EX", "3600", "CAPACITY", "200000"},
+		{"BFX.WRESERVE", "short", "0.05", "COUNT", "50"},
 	} {
 		if err := lc.Do(ctx(t), args...).Err(); err != nil {
 			t.Fatal(err)
@@ -189,7 +192,7 @@ func TestWindowsCluster(t *testing.T) {
 					return
 				default:
 				}
-				key := []string{"count", "time"}[j%2]
+				key := []string{"count", "time", "short"}[j%3]
 				item := fmt.Sprintf("n%d-%d", i, j)
 				c := nd.client(2)
 				err := c.Do(ctx(t), "BFX.WADD", key, item).Err()
@@ -223,7 +226,7 @@ func TestWindowsCluster(t *testing.T) {
 		for i, nd := range nodes {
 			c := nd.client(2)
 			var ds []any
-			for _, k := range []string{"count", "time"} {
+			for _, k := range []string{"count", "time", "short"} {
 				ds = append(ds, c.Do(ctx(t), "BFX.DIGEST", k).Val())
 			}
 			c.Close()
@@ -241,8 +244,16 @@ func TestWindowsCluster(t *testing.T) {
 	answers := map[string]string{}
 	for _, nd := range nodes {
 		c := nd.client(2)
-		for _, key := range []string{"count", "time"} {
+		for _, key := range []string{"count", "time", "short"} {
 			got, err := c.Do(ctx(t), windowItems("BFX.WMEXISTS", key, "stranger-", 0, 20000)...).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []any{"BFX.WMEXISTS", key}
+			for _, it := range acked[key] {
+				args = append(args, it)
+			}
+			added, err := c.Do(ctx(t), args...).Int64Slice()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +265,7 @@ func TestWindowsCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := fmt.Sprint(got, info[:24]) // through Generation ms: the fields no clock moves
+			a := fmt.Sprint(got, added, info[:24]) // WINFO through Generation ms: the fields no clock moves
 			if answers[key] == "" {
 				answers[key] = a
 				t.Logf("%s: %d false positives of 20000 strangers; %v", key, fp, info)
@@ -264,6 +275,7 @@ func TestWindowsCluster(t *testing.T) {
 		}
 		c.Close()
 	}
+	delete(acked, "short") // it forgot most of them
 	for _, nd := range nodes {
 		c := nd.client(2)
 		for key, items := range acked {
