@@ -98,6 +98,14 @@ func TestWindows(t *testing.T) {
 	if v := do("TYPE", "events"); v != "BFXwindow" {
 		t.Errorf("TYPE: %v", v)
 	}
+	do("SET", "plain", "v")
+	if keys, _, err := c.Scan(ctx(t), 0, "", 1000).Result(); err != nil || len(keys) != 4 {
+		t.Fatalf("SCAN: %v %v", keys, err)
+	}
+	if keys, _, err := c.ScanType(ctx(t), 0, "", 1000, "BFXwindow").Result(); err != nil || fmt.Sprint(sortedStrings(keys)) != "[created events recent]" {
+		t.Errorf("SCAN TYPE BFXwindow: %v %v", keys, err)
+	}
+	do("DEL", "plain")
 	if v, _ := c.Do(ctx(t), "MEMORY", "USAGE", "events").Int64(); v <= 0 {
 		t.Errorf("MEMORY USAGE: %d", v)
 	}

@@ -198,8 +198,10 @@ func parseKeysPattern(s *session, args [][]byte) (command.Cmd, string) {
 	return command.Cmd{Op: command.Keys, Data: args[1]}, ""
 }
 
+// knownTypes are the type names SCAN TYPE takes (lower case): Redis's,
+// the module types of RedisBloom, and bfserver's own window type.
 var knownTypes = map[string]bool{"string": true, "list": true, "set": true, "zset": true, "hash": true,
-	"stream": true, "mbbloom--": true, "mbbloomcf": true}
+	"stream": true, "mbbloom--": true, "mbbloomcf": true, "bfxwindow": true}
 
 func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 	cur, err := parseUint(args[1])
