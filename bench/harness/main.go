@@ -5,6 +5,7 @@
 // the bfserver/redis-server ratio.
 //
 //	go run ./bench/harness peer         # issue #25's cases against RedisBloom itself, durability matched
+//	go run ./bench/harness windows      # issue #27: BFX.W* against BF.* and two rotating RedisBloom filters
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
@@ -49,6 +50,11 @@ var (
 	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
 	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory)")
 	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run")
+	portBase   = flag.Int("port-base", 0, "first port of a range to use for the servers (0: any free port)")
+	nextPort   int
+	// windows mode
+	windowCount = flag.Int("window-count", 1_000_000, "windows mode: the window (inserts), the rotating filters' period and capacity")
+	windowError = flag.Float64("window-error", 0.01, "windows mode: the false-positive target")
 )
 
 func main() {
@@ -79,8 +85,10 @@ func main() {
 		startup()
 	case "peer":
 		peer()
+	case "windows":
+		windows()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|throughput|durable|cluster|clusterwrites|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|windows|throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
@@ -102,7 +110,13 @@ func check(err error) {
 	}
 }
 
+// freePort is a port for a server: the next of -port-base's when set (a
+// range kept for this run on a shared machine), or any free one.
 func freePort() int {
+	if *portBase > 0 {
+		nextPort++
+		return *portBase + nextPort - 1
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
 	defer ln.Close()
