@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 const capBytes = 1 << 26
@@ -62,7 +64,9 @@ func FuzzDecodeDump(f *testing.F) {
 	k := New()
 	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("b"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 10, Expansion: 2, MaxBytes: capBytes})
 	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("x")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
-	for _, key := range []string{"b", "c"} {
+	k.Apply(windowCmd(f, command.WReserve, "w", window.Count, 50, 0, 0.01))
+	k.Apply(&command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: [][]byte{[]byte("x")}, NoCreate: true})
+	for _, key := range []string{"b", "c", "w"} {
 		p := EncodeDump(k.Lookup(0, []byte(key), 0))
 		f.Add(p[:len(p)-10])
 	}
@@ -88,10 +92,18 @@ func FuzzDecodeDump(f *testing.F) {
 				if v.Cuckoo().Insert(it, false, 1<<20) == scalable.Inserted {
 					acked = append(acked, it)
 				}
+			case KindWindow:
+				// Within the window: at most one window's worth of adds,
+				// at the filter's own time (no clock moves).
+				if in := v.Window().Info(math.MinInt64); uint64(i) < in.Capacity && in.Kind == window.Count {
+					v.Window().f.Add(it, math.MinInt64)
+					acked = append(acked, it)
+				}
 			}
 		}
 		for _, it := range acked {
-			if (v.Kind == KindBloom && !v.Bloom().Test(it)) || (v.Kind == KindCuckoo && !v.Cuckoo().Exists(it)) {
+			if (v.Kind == KindBloom && !v.Bloom().Test(it)) || (v.Kind == KindCuckoo && !v.Cuckoo().Exists(it)) ||
+				(v.Kind == KindWindow && !v.Window().f.Exists(it, math.MinInt64)) {
 				t.Fatalf("restored filter lost acknowledged add %q", it)
 			}
 		}
