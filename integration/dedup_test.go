@@ -6,12 +6,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,16 +42,7 @@ func startDedup(t *testing.T, bin string, args ...string) *dedupProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("BFSERVER_TEST_QUIET") == "" {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	keepRunning(t, cmd)
 	return &dedupProc{cmd: cmd, in: in, out: bufio.NewReader(out)}
 }
 

@@ -262,7 +262,10 @@ func benchClients(s *server, clients, pipeline, n int, args []string) result {
 	return r
 }
 
-func median(rs []result, f func(result) float64) float64 {
+func median(rs []result, f func(result) float64) float64 { return medianBy(rs, f) }
+
+// medianBy is the median of f over rs (the upper one of an even count).
+func medianBy[T any](rs []T, f func(T) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)

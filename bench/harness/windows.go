@@ -290,14 +290,7 @@ func windows() {
 					runs[k] = append(runs[k], drive(sd.s, conns, p, n, req))
 				}
 			}
-			med := func(rs []loadRun, f func(loadRun) float64) float64 {
-				v := make([]float64, len(rs))
-				for i, r := range rs {
-					v[i] = f(r)
-				}
-				slices.Sort(v)
-				return v[len(v)/2]
-			}
+			med := medianBy[loadRun]
 			rps := func(r loadRun) float64 { return r.rps }
 			cpu := func(r loadRun) float64 { return float64(r.cpuPerRq.Nanoseconds()) / 1000 }
 			for k, sd := range sides {
