@@ -48,7 +48,7 @@ var (
 	bfArgs   = flag.String("bfargs", "", "extra bfserver flags, space-separated, after the mode's own (e.g. \"--fsync=no\")")
 	// peer mode
 	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
-	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory)")
+	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory); windows mode: memory runs both in memory")
 	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run")
 	portBase   = flag.Int("port-base", 0, "first port of a range to use for the servers (0: any free port)")
 	nextPort   int
