@@ -341,13 +341,19 @@ func (f *Filter) Add(item []byte, now int64) bool {
 		f.shift(1)
 	}
 	existed := f.find(h, f.shape.Slices())
+	// Each bit's chunk is marked (a Freeze copies it first) and counted
+	// without a branch on whether the bit was clear: that branch, taken
+	// half the time at the fills in use, cost a quarter of an Add. A bit
+	// already set marks a chunk it does not change, which the next flush
+	// writes again: at most the k youngest slices, which new items change
+	// anyway.
 	for i := range f.shape.K {
 		p := f.phys(i)
-		if w, m := f.position(h, p); f.bits[w]&m == 0 {
-			f.dirty.Mark(w * 8)
-			f.bits[w] |= m
-			f.ones[p]++
-		}
+		w, m := f.position(h, p)
+		f.dirty.Mark(w * 8)
+		old := f.bits[w]
+		f.bits[w] = old | m
+		f.ones[p] += uint64(bits.OnesCount64(^old & m))
 	}
 	if f.inGen < math.MaxUint64 {
 		f.inGen++
