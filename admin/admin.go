@@ -23,14 +23,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/bfserver/bfserver/keyspace"
-	"github.com/bfserver/bfserver/resp"
 	"github.com/bfserver/bfserver/scalable"
+	"github.com/bfserver/bfserver/server"
 )
 
 // Sources is what the endpoints report on. Fields left nil are skipped.
 type Sources struct {
 	// Server is the RESP server (command, client and negative counters).
-	Server *resp.Server
+	Server *server.Server
 	// State returns the keyspace to describe.
 	State func() *keyspace.Keyspace
 	// Replication returns INFO replication's fields, if the node replicates.
@@ -133,7 +133,7 @@ func writeMetrics(w io.Writer, src Sources) {
 		m.header("bfserver_command_duration_seconds", "histogram", "Time from receiving a command to writing its reply.")
 		for _, c := range stats {
 			l := `command="` + label(c.Name) + `"`
-			for i, le := range resp.LatencyBuckets {
+			for i, le := range server.LatencyBuckets {
 				m.sample("bfserver_command_duration_seconds_bucket", l+`,le="`+strconv.FormatFloat(le, 'g', -1, 64)+`"`, float64(c.BucketCounts[i]))
 			}
 			m.sample("bfserver_command_duration_seconds_bucket", l+`,le="+Inf"`, float64(c.Calls))

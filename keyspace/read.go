@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/scalable"
 )
 
@@ -152,7 +153,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 	case command.Keys:
 		var out [][]byte
 		k.Range(c.DB, func(key string, v *Value) bool {
-			if !v.expired(c.Now) && Match(c.Data, []byte(key)) {
+			if !v.expired(c.Now) && glob.Match(c.Data, []byte(key)) {
 				out = append(out, []byte(key))
 			}
 			return true
@@ -282,7 +283,7 @@ func (k *Keyspace) scan(c *command.Cmd) Result {
 			return false
 		}
 		pos++
-		if v.expired(c.Now) || (c.Data != nil && !Match(c.Data, []byte(key))) ||
+		if v.expired(c.Now) || (c.Data != nil && !glob.Match(c.Data, []byte(key))) ||
 			(typ != "" && !strings.EqualFold(typ, v.Kind.TypeName())) {
 			return true
 		}

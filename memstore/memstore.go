@@ -41,6 +41,13 @@ func (s *Store) Write(_ context.Context, cmds []*command.Cmd) ([]keyspace.Result
 // Barrier is immediate: there is no log to wait for.
 func (s *Store) Barrier(context.Context, bool) (time.Time, error) { return time.Time{}, nil }
 
+// ReadNow: a read never waits here.
+func (s *Store) ReadNow() (time.Time, bool) { return time.Time{}, true }
+
+// WritesImmediately: Write applies at once, under one lock, so a server
+// runs writes on its event loops too.
+func (s *Store) WritesImmediately() bool { return true }
+
 // State is the keyspace.
 func (s *Store) State() *keyspace.Keyspace { return s.ks }
 

@@ -12,16 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bfserver/bfserver/memstore"
-	"github.com/bfserver/bfserver/resp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bfserver/bfserver/memstore"
+	"github.com/bfserver/bfserver/server"
 )
 
 // serve starts an in-process bfserver (memstore) and returns its URL and
 // a client of it.
 func serve(t *testing.T) (string, *redis.Client) {
 	t.Helper()
-	srv, err := resp.New(resp.Options{Addr: "127.0.0.1:0"}, memstore.New())
+	srv, err := server.New(server.Options{Addr: "127.0.0.1:0"}, memstore.New())
 	if err != nil {
 		t.Fatal(err)
 	}

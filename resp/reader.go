@@ -1,11 +1,13 @@
+// Package resp is the Redis protocol on the wire: requests parsed with
+// every length checked against limits before it is used, resumable
+// across reads (a command that arrives in pieces is parsed once), and
+// replies written in RESP2 or RESP3. It holds no server state.
 package resp
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-
-	"github.com/bfserver/bfserver/command"
 )
 
 // Limits bound what one client may send. Defaults follow Redis.
@@ -27,15 +29,16 @@ const (
 	preAuthMaxBulk = 16384
 )
 
-// validate fills the defaults and refuses limits past what a command may
-// carry into the log (command.MaxArgBytes, command.MaxItems).
-func (l *Limits) validate() error {
+// Validate fills the defaults and refuses limits that contradict each
+// other. maxBulk and maxArgs are the most the caller can take further (a
+// command carried into a log): limits past them are refused too.
+func (l *Limits) Validate(maxBulk, maxArgs int64) error {
 	l.ensureDefaults()
 	switch {
-	case l.MaxBulk > command.MaxArgBytes:
-		return fmt.Errorf("proto-max-bulk-len %d over %d", l.MaxBulk, command.MaxArgBytes)
-	case l.MaxArgs > command.MaxItems:
-		return fmt.Errorf("proto-max-multibulk-len %d over %d", l.MaxArgs, command.MaxItems)
+	case l.MaxBulk > maxBulk:
+		return fmt.Errorf("proto-max-bulk-len %d over %d", l.MaxBulk, maxBulk)
+	case l.MaxArgs > maxArgs:
+		return fmt.Errorf("proto-max-multibulk-len %d over %d", l.MaxArgs, maxArgs)
 	case l.MaxInline < 1024:
 		return fmt.Errorf("proto-inline-max-size %d under 1024", l.MaxInline)
 	case int64(l.MaxQueryBuffer) < l.MaxBulk:
@@ -76,25 +79,25 @@ var (
 	errUnauthBulk       = &ProtocolError{"unauthenticated bulk length"}
 )
 
-// errIncomplete means more bytes are needed.
-var errIncomplete = errors.New("incomplete")
+// ErrIncomplete means more bytes are needed.
+var ErrIncomplete = errors.New("incomplete")
 
-// partial is how far parsing got into a multibulk command whose bytes are
+// Partial is how far parsing got into a multibulk command whose bytes are
 // not all there yet, so that the next read resumes there instead of
 // parsing the command again from its start (a 4.5 MiB BF.MADD arriving in
 // 64 KiB reads was parsed 72 times: CPU quadratic in the command's size).
 // Offsets count from the command's first byte, so they hold when the
 // session moves the command to the start of its buffer or grows it.
-type partial struct {
+type Partial struct {
 	count int64 // arguments announced; 0 when no command is under way
 	pos   int   // where the next argument's header starts
 	spans []int // start and end of each whole argument so far
 }
 
-func (p *partial) reset() { p.count, p.pos, p.spans = 0, 0, p.spans[:0] }
+func (p *Partial) reset() { p.count, p.pos, p.spans = 0, 0, p.spans[:0] }
 
-// parseCommand parses one command at the start of b. It returns the
-// arguments (aliasing b), the bytes consumed, and errIncomplete when b holds
+// ParseCommand parses one command at the start of b. It returns the
+// arguments (aliasing b), the bytes consumed, and ErrIncomplete when b holds
 // only part of a command. Every length is checked against lim before it is
 // trusted, so no input makes it allocate more than the bytes it was given
 // plus len(args) headers bounded by MaxArgs. A nil args with n > 0 is an
@@ -102,12 +105,12 @@ func (p *partial) reset() { p.count, p.pos, p.spans = 0, 0, p.spans[:0] }
 // p, when not nil, keeps the progress of an incomplete multibulk command
 // between calls: the caller passes the same p until the command completes
 // or fails, with the command still at the start of b and b only longer.
-func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) ([][]byte, int, error) {
+func ParseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *Partial) ([][]byte, int, error) {
 	if p != nil && p.count > 0 {
 		return p.resume(b, lim, auth, args)
 	}
 	if len(b) == 0 {
-		return nil, 0, errIncomplete
+		return nil, 0, ErrIncomplete
 	}
 	if b[0] != '*' {
 		return parseInline(b, lim, args)
@@ -116,7 +119,7 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) (
 	if err != nil {
 		return nil, 0, err
 	}
-	count, ok := parseInt(line)
+	count, ok := ParseInt(line)
 	if !ok || count > int64(lim.MaxArgs) {
 		return nil, 0, errInvalidMultibulk
 	}
@@ -140,13 +143,13 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) (
 			return nil, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
 		}
 		line, next, err := readLine(b, pos+1, lim, errBigBulk)
-		if err == errIncomplete {
+		if err == ErrIncomplete {
 			return nil, 0, p.begin(count, first)
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		n, ok := parseInt(line)
+		n, ok := ParseInt(line)
 		if !ok || n < 0 || n > lim.MaxBulk {
 			return nil, 0, errInvalidBulk
 		}
@@ -170,19 +173,19 @@ func parseCommand(b []byte, lim *Limits, auth bool, args [][]byte, p *partial) (
 // kept: the next call walks its arguments once more from the first,
 // keeping where they are, and from then on each call goes on from where
 // the previous one stopped.
-func (p *partial) begin(count int64, first int) error {
+func (p *Partial) begin(count int64, first int) error {
 	if p != nil {
 		p.count, p.pos, p.spans = count, first, p.spans[:0]
 	}
-	return errIncomplete
+	return ErrIncomplete
 }
 
 // resume goes on with the command p describes, at the start of b.
-func (p *partial) resume(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, int, error) {
+func (p *Partial) resume(b []byte, lim *Limits, auth bool, args [][]byte) ([][]byte, int, error) {
 	pos := p.pos
 	for i := int64(len(p.spans) / 2); i < p.count; i++ {
 		start, end, next, err := parseBulk(b, pos, lim, auth)
-		if err == errIncomplete {
+		if err == ErrIncomplete {
 			p.pos = pos
 			return nil, 0, err
 		}
@@ -205,7 +208,7 @@ func (p *partial) resume(b []byte, lim *Limits, auth bool, args [][]byte) ([][]b
 // bytes are b[start:end], and next is where the following one starts.
 func parseBulk(b []byte, pos int, lim *Limits, auth bool) (start, end, next int, err error) {
 	if pos >= len(b) {
-		return 0, 0, 0, errIncomplete
+		return 0, 0, 0, ErrIncomplete
 	}
 	if b[pos] != '$' {
 		return 0, 0, 0, &ProtocolError{"expected '$', got '" + string(b[pos]) + "'"}
@@ -214,7 +217,7 @@ func parseBulk(b []byte, pos int, lim *Limits, auth bool) (start, end, next int,
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	n, ok := parseInt(line)
+	n, ok := ParseInt(line)
 	if !ok || n < 0 || n > lim.MaxBulk {
 		return 0, 0, 0, errInvalidBulk
 	}
@@ -222,7 +225,7 @@ func parseBulk(b []byte, pos int, lim *Limits, auth bool) (start, end, next int,
 		return 0, 0, 0, errUnauthBulk
 	}
 	if int64(len(b)-start) < n+2 {
-		return 0, 0, 0, errIncomplete
+		return 0, 0, 0, ErrIncomplete
 	}
 	end = start + int(n)
 	if b[end] != '\r' || b[end+1] != '\n' {
@@ -231,12 +234,12 @@ func parseBulk(b []byte, pos int, lim *Limits, auth bool) (start, end, next int,
 	return start, end, end + 2, nil
 }
 
-// needed is how many bytes the multibulk command at the start of b takes,
+// Needed is how many bytes the multibulk command at the start of b takes,
 // as far as the headers b holds tell: through the end of the first bulk it
 // does not hold whole, or 0 when a header is incomplete. A session whose
 // buffer is full grows it to this instead of doubling, so a 16 MiB
 // argument costs 16 MiB of buffer, not 32.
-func needed(b []byte, lim *Limits) int {
+func Needed(b []byte, lim *Limits) int {
 	if len(b) == 0 || b[0] != '*' {
 		return 0
 	}
@@ -244,7 +247,7 @@ func needed(b []byte, lim *Limits) int {
 	if err != nil {
 		return 0
 	}
-	count, ok := parseInt(line)
+	count, ok := ParseInt(line)
 	if !ok || count <= 0 {
 		return 0
 	}
@@ -253,7 +256,7 @@ func needed(b []byte, lim *Limits) int {
 		if err != nil {
 			return 0
 		}
-		n, ok := parseInt(line)
+		n, ok := ParseInt(line)
 		if !ok || n < 0 || n > lim.MaxBulk {
 			return 0
 		}
@@ -272,7 +275,7 @@ func readLine(b []byte, start int, lim *Limits, tooBig error) ([]byte, int, erro
 		if len(b)-start > lim.MaxInline {
 			return nil, 0, tooBig
 		}
-		return nil, 0, errIncomplete
+		return nil, 0, ErrIncomplete
 	}
 	if i > lim.MaxInline {
 		return nil, 0, tooBig
@@ -283,10 +286,10 @@ func readLine(b []byte, start int, lim *Limits, tooBig error) ([]byte, int, erro
 	return b[start : start+i], start + i + 2, nil
 }
 
-// parseInt parses the decimal length of a RESP header: an optional '-'
+// ParseInt parses the decimal length of a RESP header: an optional '-'
 // and at most 18 digits, so it cannot overflow (larger values are refused
 // by every limit anyway).
-func parseInt(b []byte) (int64, bool) {
+func ParseInt(b []byte) (int64, bool) {
 	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]
@@ -313,7 +316,7 @@ func parseInline(b []byte, lim *Limits, args [][]byte) ([][]byte, int, error) {
 		if len(b) > lim.MaxInline {
 			return nil, 0, errBigInline
 		}
-		return nil, 0, errIncomplete
+		return nil, 0, ErrIncomplete
 	}
 	if i > lim.MaxInline {
 		return nil, 0, errBigInline
@@ -322,7 +325,7 @@ func parseInline(b []byte, lim *Limits, args [][]byte) ([][]byte, int, error) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	out, ok := splitArgs(line, args[:0])
+	out, ok := SplitArgs(line, args[:0])
 	if !ok {
 		return nil, 0, errUnbalanced
 	}
@@ -335,9 +338,9 @@ func parseInline(b []byte, lim *Limits, args [][]byte) ([][]byte, int, error) {
 	return out, i + 1, nil
 }
 
-// splitArgs is Redis's sdssplitargs: words separated by spaces, with
+// SplitArgs is Redis's sdssplitargs: words separated by spaces, with
 // "double quotes" (and \n \r \t \b \a \\ \" \xHH escapes) and 'single quotes'.
-func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
+func SplitArgs(line []byte, out [][]byte) ([][]byte, bool) {
 	p := 0
 	for {
 		for p < len(line) && isSpace(line[p]) {

@@ -26,7 +26,7 @@ func FuzzParseCommandSplit(f *testing.F) {
 	all := func(data []byte, auth bool) []parsed {
 		var out []parsed
 		for pos := 0; pos < len(data); {
-			a, n, err := parseCommand(data[pos:], &lim, auth, nil, nil)
+			a, n, err := ParseCommand(data[pos:], &lim, auth, nil, nil)
 			if err != nil {
 				return append(out, parsed{err: err.Error()})
 			}
@@ -38,13 +38,13 @@ func FuzzParseCommandSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, step uint8, auth bool) {
 		want := all(data, auth)
 		var got []parsed
-		var p partial
+		var p Partial
 		pos, have := 0, 0
 		for have < len(data) {
 			have = min(len(data), have+int(step)+1)
 			for pos < have {
-				a, n, err := parseCommand(data[pos:have], &lim, auth, nil, &p)
-				if err == errIncomplete {
+				a, n, err := ParseCommand(data[pos:have], &lim, auth, nil, &p)
+				if err == ErrIncomplete {
 					break
 				}
 				if err != nil {
@@ -59,7 +59,7 @@ func FuzzParseCommandSplit(f *testing.F) {
 		}
 		if have == len(data) && pos < len(data) {
 			// The tail is incomplete whole, too.
-			got = append(got, parsed{err: errIncomplete.Error()})
+			got = append(got, parsed{err: ErrIncomplete.Error()})
 		}
 		if len(got) != len(want) {
 			t.Fatalf("%d results in pieces of %d, %d whole", len(got), int(step)+1, len(want))
@@ -102,7 +102,7 @@ func FuzzParseCommand(f *testing.F) {
 		var args [][]byte
 		pos := 0
 		for pos < len(data) {
-			a, n, err := parseCommand(data[pos:], &lim, auth, args, nil)
+			a, n, err := ParseCommand(data[pos:], &lim, auth, args, nil)
 			if err != nil {
 				return
 			}
@@ -140,14 +140,14 @@ func BenchmarkSplitCommand(b *testing.B) {
 	for _, mode := range []string{"resume", "restart"} {
 		b.Run(mode, func(b *testing.B) {
 			b.SetBytes(int64(len(cmd)))
-			var p *partial
+			var p *Partial
 			if mode == "resume" {
-				p = &partial{}
+				p = &Partial{}
 			}
 			for b.Loop() {
 				for have := 64 << 10; ; have += 64 << 10 {
-					a, _, err := parseCommand(cmd[:min(have, len(cmd))], &lim, true, nil, p)
-					if err == errIncomplete {
+					a, _, err := ParseCommand(cmd[:min(have, len(cmd))], &lim, true, nil, p)
+					if err == ErrIncomplete {
 						continue
 					}
 					if err != nil || len(a) != 300002 {
@@ -167,8 +167,8 @@ func BenchmarkParseExists(b *testing.B) {
 	lim := Limits{}
 	lim.ensureDefaults()
 	var args [][]byte
-	var p partial
+	var p Partial
 	for b.Loop() {
-		args, _, _ = parseCommand(cmd, &lim, true, args, &p)
+		args, _, _ = ParseCommand(cmd, &lim, true, args, &p)
 	}
 }

@@ -7,35 +7,38 @@ import (
 // Writer appends replies to a buffer in the connection's protocol (2 or 3).
 // RESP3-only types degrade to their RESP2 forms as Redis does: maps become
 // flat arrays, sets arrays, booleans integers, nulls $-1.
+//
+// The caller owns Buf: it sends it and resets it, or cuts it back to drop
+// replies. Proto is 2 or 3.
 type Writer struct {
-	buf   []byte
-	proto int
+	Buf   []byte
+	Proto int
 }
 
 func (w *Writer) header(prefix byte, n int64) {
-	w.buf = append(w.buf, prefix)
-	w.buf = strconv.AppendInt(w.buf, n, 10)
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, prefix)
+	w.Buf = strconv.AppendInt(w.Buf, n, 10)
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // Simple writes +s.
 func (w *Writer) Simple(s string) {
-	w.buf = append(w.buf, '+')
-	w.buf = append(w.buf, s...)
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, '+')
+	w.Buf = append(w.Buf, s...)
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // Error writes -msg verbatim (RedisBloom errors carry no ERR prefix).
 func (w *Writer) Error(msg string) {
-	w.buf = append(w.buf, '-')
+	w.Buf = append(w.Buf, '-')
 	for i := 0; i < len(msg); i++ {
 		if c := msg[i]; c != '\r' && c != '\n' {
-			w.buf = append(w.buf, c)
+			w.Buf = append(w.Buf, c)
 		} else {
-			w.buf = append(w.buf, ' ')
+			w.Buf = append(w.Buf, ' ')
 		}
 	}
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // Int writes :n.
@@ -44,46 +47,46 @@ func (w *Writer) Int(n int64) { w.header(':', n) }
 // Bulk writes $len data.
 func (w *Writer) Bulk(b []byte) {
 	w.header('$', int64(len(b)))
-	w.buf = append(w.buf, b...)
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, b...)
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // BulkString writes a string as bulk.
 func (w *Writer) BulkString(s string) {
 	w.header('$', int64(len(s)))
-	w.buf = append(w.buf, s...)
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, s...)
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // Null writes $-1 or _.
 func (w *Writer) Null() {
-	if w.proto == 3 {
-		w.buf = append(w.buf, '_', '\r', '\n')
+	if w.Proto == 3 {
+		w.Buf = append(w.Buf, '_', '\r', '\n')
 	} else {
-		w.buf = append(w.buf, "$-1\r\n"...)
+		w.Buf = append(w.Buf, "$-1\r\n"...)
 	}
 }
 
 // NullArray writes *-1 or _.
 func (w *Writer) NullArray() {
-	if w.proto == 3 {
-		w.buf = append(w.buf, '_', '\r', '\n')
+	if w.Proto == 3 {
+		w.Buf = append(w.Buf, '_', '\r', '\n')
 	} else {
-		w.buf = append(w.buf, "*-1\r\n"...)
+		w.Buf = append(w.Buf, "*-1\r\n"...)
 	}
 }
 
 // Bool writes #t/#f in RESP3 and :1/:0 in RESP2.
 func (w *Writer) Bool(b bool) {
 	switch {
-	case w.proto == 3 && b:
-		w.buf = append(w.buf, "#t\r\n"...)
-	case w.proto == 3:
-		w.buf = append(w.buf, "#f\r\n"...)
+	case w.Proto == 3 && b:
+		w.Buf = append(w.Buf, "#t\r\n"...)
+	case w.Proto == 3:
+		w.Buf = append(w.Buf, "#f\r\n"...)
 	case b:
-		w.buf = append(w.buf, ":1\r\n"...)
+		w.Buf = append(w.Buf, ":1\r\n"...)
 	default:
-		w.buf = append(w.buf, ":0\r\n"...)
+		w.Buf = append(w.Buf, ":0\r\n"...)
 	}
 }
 
@@ -92,7 +95,7 @@ func (w *Writer) Array(n int) { w.header('*', int64(n)) }
 
 // Map writes %n in RESP3 and *2n in RESP2.
 func (w *Writer) Map(n int) {
-	if w.proto == 3 {
+	if w.Proto == 3 {
 		w.header('%', int64(n))
 	} else {
 		w.header('*', int64(2*n))
@@ -101,7 +104,7 @@ func (w *Writer) Map(n int) {
 
 // Set writes ~n in RESP3 and *n in RESP2.
 func (w *Writer) Set(n int) {
-	if w.proto == 3 {
+	if w.Proto == 3 {
 		w.header('~', int64(n))
 	} else {
 		w.header('*', int64(n))
@@ -110,14 +113,14 @@ func (w *Writer) Set(n int) {
 
 // Verbatim writes a verbatim text string in RESP3 and a bulk in RESP2.
 func (w *Writer) Verbatim(s string) {
-	if w.proto != 3 {
+	if w.Proto != 3 {
 		w.BulkString(s)
 		return
 	}
 	w.header('=', int64(len(s)+4))
-	w.buf = append(w.buf, "txt:"...)
-	w.buf = append(w.buf, s...)
-	w.buf = append(w.buf, '\r', '\n')
+	w.Buf = append(w.Buf, "txt:"...)
+	w.Buf = append(w.Buf, s...)
+	w.Buf = append(w.Buf, '\r', '\n')
 }
 
 // Double writes a double: ,d in RESP3, a bulk string in RESP2, in the
@@ -126,10 +129,10 @@ func (w *Writer) Verbatim(s string) {
 // 1000000.5, where Go's %g would say 1.0000005e+06).
 func (w *Writer) Double(d float64) {
 	s := strconv.FormatFloat(d, 'f', -1, 64)
-	if w.proto == 3 {
-		w.buf = append(w.buf, ',')
-		w.buf = append(w.buf, s...)
-		w.buf = append(w.buf, '\r', '\n')
+	if w.Proto == 3 {
+		w.Buf = append(w.Buf, ',')
+		w.Buf = append(w.Buf, s...)
+		w.Buf = append(w.Buf, '\r', '\n')
 		return
 	}
 	w.BulkString(s)

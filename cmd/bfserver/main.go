@@ -25,12 +25,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/admin"
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/memtune"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/replication"
 	"github.com/bfserver/bfserver/resp"
+	"github.com/bfserver/bfserver/server"
 )
 
 type config struct {
@@ -67,6 +69,7 @@ type config struct {
 	maxMemory      uint64
 	stale          bool
 	readLease      bool
+	eventLoops     bool
 	imageBase      bool
 	followerLease  bool
 	logFormat      string
@@ -74,9 +77,9 @@ type config struct {
 	maxArgs        int64
 	maxInline      int64
 	maxQueryBuffer uint64
-	module         resp.ModuleConfig
+	module         server.ModuleConfig
 	metrics        metricsConfig
-	slowlog        resp.SlowlogConfig
+	slowlog        server.SlowlogConfig
 	latency        int64
 	debugCommand   string
 	configFile     string // the --config file, absolute (CONFIG REWRITE)
@@ -87,7 +90,7 @@ type config struct {
 // parseFlags reads every setting, each checked against its range as it is
 // set; an error names the setting and where its value came from.
 func parseFlags(args []string) (*config, error) {
-	c := &config{module: resp.DefaultModuleConfig(), set: newSettings()}
+	c := &config{module: server.DefaultModuleConfig(), set: newSettings()}
 	fs := c.set.fs
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:6379", "RESP listen address")
 	fs.StringVar(&c.raftAddr, "raft-addr", "", "Raft and peer listen address (default: RESP port + 10000)")
@@ -129,6 +132,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold, refused before it is allocated (units as Redis: 512mb, 1gb; at most 1tb; 0: the node's memory, which is --maxmemory if set, else the machine's or its cgroup's limit)")
 	fs.Var(memoryValue{&c.maxMemory}, "maxmemory", "total bytes all filters may hold; deny-oom writes answer OOM beyond it (0: no cap; units as Redis: 100mb)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
+	fs.BoolVar(&c.eventLoops, "event-loops", true, "serve plain TCP clients from epoll event loops, one per core (Linux), as Redis does (false: a goroutine per connection; TLS clients always have one)")
 	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
 	fs.BoolVar(&c.followerLease, "follower-read-lease", true, "followers serving linearizable reads hold leases and read locally; each write then waits for a round trip to those followers (false: a read-index request to the leader per read batch)")
 	c.logFormat = "text"
@@ -141,13 +145,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(rangeValue{&c.maxInline, 1024, 1 << 30}, "proto-inline-max-size", "longest inline command or length line")
 	c.maxQueryBuffer = 1 << 30
 	fs.Var(memoryValue{&c.maxQueryBuffer}, "client-query-buffer-limit", "most unparsed bytes buffered per client")
-	c.slowlog = resp.DefaultSlowlog()
+	c.slowlog = server.DefaultSlowlog()
 	fs.Var(rangeValue{&c.slowlog.LogSlowerThan, -1, math.MaxInt64}, "slowlog-log-slower-than", "SLOWLOG keeps commands that ran at least this many microseconds (0: every command, -1: none)")
 	fs.Var(rangeValue{&c.slowlog.MaxLen, 0, math.MaxInt64}, "slowlog-max-len", "how many SLOWLOG entries are kept")
 	fs.Var(rangeValue{&c.latency, 0, math.MaxInt64}, "latency-monitor-threshold", "LATENCY records commands that ran at least this many milliseconds (0: off)")
 	c.debugCommand = "no"
 	fs.Var(choiceValue{&c.debugCommand, []string{"no", "yes", "local"}}, "enable-debug-command", "allow DEBUG (SLEEP, RELOAD): no, yes, or local (loopback clients only)")
-	for _, name := range resp.ModuleSettings() {
+	for _, name := range server.ModuleSettings() {
 		fs.Var(moduleValue{&c.module, name}, name, "RedisBloom's "+name+" (CONFIG GET "+name+")")
 	}
 	fs.String("config", "", "a config file of `name value` lines (redis.conf style, flag names)")
@@ -229,12 +233,12 @@ func loadPool(setting, path string) (*x509.CertPool, error) {
 }
 
 // userFlags collects repeated --user flags.
-type userFlags []*resp.User
+type userFlags []*acl.User
 
 func (u *userFlags) String() string { return fmt.Sprint(len(*u), " users") }
 
 func (u *userFlags) Set(v string) error {
-	user, err := resp.ParseUser(v)
+	user, err := server.ParseUser(v)
 	if err != nil {
 		return err
 	}
@@ -289,17 +293,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srvOpts := resp.Options{
+	srvOpts := server.Options{
 		Addr: c.addr, RequirePass: c.requirePass, MaxClients: fds.maxClients, ClientFDs: fds.clientFDs, ProtectedMode: c.protected,
 		Limits: resp.Limits{MaxBulk: int64(c.maxBulk), MaxArgs: c.maxArgs, MaxInline: int(c.maxInline), MaxQueryBuffer: int(c.maxQueryBuffer)},
 		Users:  c.users, ACLFile: c.aclFile, TLS: serverTLS, MaxFilterBytes: c.maxFilterBytes, MaxMemory: c.maxMemory, Stale: c.stale,
 		Module: &c.module, Logger: logger,
 		ConfigFile: c.configFile, Slowlog: &c.slowlog, LatencyMonitorThreshold: c.latency, EnableDebugCommand: c.debugCommand,
+		NoEventLoop: !c.eventLoops,
 	}
 	if err := srvOpts.Validate(); err != nil {
 		return fail(c.set.blame(err))
 	}
-	var backend resp.Backend
+	var backend server.Backend
 	var node *replication.Node
 	if c.inMemory {
 		backend = memstore.New()
@@ -328,7 +333,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		backend = node
 	}
-	srv, err := resp.New(srvOpts, backend)
+	srv, err := server.New(srvOpts, backend)
 	if err != nil {
 		return fail(c.set.blame(err))
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bfserver/bfserver/resp"
+	"github.com/bfserver/bfserver/server"
 )
 
 // settings is the one place flags are read. Every setting is a flag, a
@@ -179,7 +179,7 @@ func (s *settings) blame(err error) error {
 
 // moduleValue is one bf-*/cf-* setting, checked by RedisBloom's ranges.
 type moduleValue struct {
-	m    *resp.ModuleConfig
+	m    *server.ModuleConfig
 	name string
 }
 
@@ -202,7 +202,7 @@ func (v memoryValue) String() string {
 }
 
 func (v memoryValue) Set(s string) error {
-	n, err := resp.ParseMemory(s)
+	n, err := server.ParseMemory(s)
 	if err != nil {
 		return err
 	}

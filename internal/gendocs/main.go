@@ -1,7 +1,7 @@
-// Command gendocs writes resp/commanddocs_gen.go: the COMMAND DOCS and
+// Command gendocs writes cmdinfo/tables_gen.go: the COMMAND DOCS and
 // COMMAND INFO tables of every command captured in
 // testdata/oracle/commanddocs.jsonl, read from the RESP3 replies of the real
-// server. Run it from the module root (go generate ./resp/ does).
+// server. Run it from the module root (go generate ./cmdinfo/ does).
 //
 // The replies are parsed strictly: a field the tables cannot hold, or a field
 // out of the order the renderer writes, stops the generator, so the tables
@@ -124,32 +124,32 @@ func strList(l []string) string {
 
 func emitArgs(n node) {
 	want(n, '*')
-	p("[]docArg{\n")
+	p("[]Arg{\n")
 	for _, a := range n.kids {
 		p("{")
 		fields(a, []string{"name", "type", "display_text", "key_spec_index", "token", "summary", "since",
 			"deprecated_since", "flags", "arguments"}, func(k string, v node) {
 			switch k {
 			case "name":
-				p("name: %q, ", want(v, '$').s)
+				p("Name: %q, ", want(v, '$').s)
 			case "type":
-				p("typ: %q, ", want(v, '$').s)
+				p("Type: %q, ", want(v, '$').s)
 			case "display_text":
-				p("display: %q, ", want(v, '$').s)
+				p("Display: %q, ", want(v, '$').s)
 			case "key_spec_index":
-				p("keySpec: %d, ", want(v, ':').n+1)
+				p("KeySpec: %d, ", want(v, ':').n+1)
 			case "token":
-				p("token: %q, ", want(v, '$').s)
+				p("Token: %q, ", want(v, '$').s)
 			case "summary":
-				p("summary: %q, ", want(v, '$').s)
+				p("Summary: %q, ", want(v, '$').s)
 			case "since":
-				p("since: %q, ", want(v, '$').s)
+				p("Since: %q, ", want(v, '$').s)
 			case "deprecated_since":
-				p("deprecatedSince: %q, ", want(v, '$').s)
+				p("DeprecatedSince: %q, ", want(v, '$').s)
 			case "flags":
-				p("flags: %s, ", strList(strs(v, '+')))
+				p("Flags: %s, ", strList(strs(v, '+')))
 			case "arguments":
-				p("args: ")
+				p("Args: ")
 				emitArgs(v)
 				p(", ")
 			}
@@ -165,24 +165,24 @@ func emitDoc(name string, d node) {
 		"replaced_by", "history", "arguments", "subcommands"}, func(k string, v node) {
 		switch k {
 		case "summary":
-			p("summary: %q,\n", want(v, '$').s)
+			p("Summary: %q,\n", want(v, '$').s)
 		case "since":
-			p("since: %q,\n", want(v, '$').s)
+			p("Since: %q,\n", want(v, '$').s)
 		case "group":
-			p("group: %q,\n", want(v, '$').s)
+			p("Group: %q,\n", want(v, '$').s)
 		case "complexity":
-			p("complexity: %q,\n", want(v, '$').s)
+			p("Complexity: %q,\n", want(v, '$').s)
 		case "module":
-			p("module: %q,\n", want(v, '$').s)
+			p("Module: %q,\n", want(v, '$').s)
 		case "doc_flags":
-			p("docFlags: %s,\n", strList(strs(v, '+')))
+			p("DocFlags: %s,\n", strList(strs(v, '+')))
 		case "deprecated_since":
-			p("deprecatedSince: %q,\n", want(v, '$').s)
+			p("DeprecatedSince: %q,\n", want(v, '$').s)
 		case "replaced_by":
-			p("replacedBy: %q,\n", want(v, '$').s)
+			p("ReplacedBy: %q,\n", want(v, '$').s)
 		case "history":
 			want(v, '~')
-			p("history: [][2]string{\n")
+			p("History: [][2]string{\n")
 			for _, h := range v.kids {
 				want(h, '*')
 				if len(h.kids) != 2 {
@@ -192,7 +192,7 @@ func emitDoc(name string, d node) {
 			}
 			p("},\n")
 		case "arguments":
-			p("args: ")
+			p("Args: ")
 			emitArgs(v)
 			p(",\n")
 		case "subcommands":
@@ -208,22 +208,22 @@ func emitInfo(name string, e node) {
 		log.Fatalf("%s: bad COMMAND INFO entry", name)
 	}
 	k := e.kids
-	p("%q: {arity: %d, flags: %s, first: %d, last: %d, step: %d,\n", name, want(k[1], ':').n,
+	p("%q: {Arity: %d, Flags: %s, First: %d, Last: %d, Step: %d,\n", name, want(k[1], ':').n,
 		strList(strs(k[2], '+')), want(k[3], ':').n, want(k[4], ':').n, want(k[5], ':').n)
-	p("cats: %s,\n", strList(strs(k[6], '+')))
+	p("Categories: %s,\n", strList(strs(k[6], '+')))
 	if tips := strs(k[7], '$'); len(tips) > 0 {
-		p("tips: %s,\n", strList(tips))
+		p("Tips: %s,\n", strList(tips))
 	}
 	if specs := want(k[8], '~'); len(specs.kids) > 0 {
-		p("keySpecs: []keySpec{\n")
+		p("KeySpecs: []KeySpec{\n")
 		for _, ks := range specs.kids {
 			p("{")
 			fields(ks, []string{"notes", "flags", "begin_search", "find_keys"}, func(key string, v node) {
 				switch key {
 				case "notes":
-					p("notes: %q, ", want(v, '$').s)
+					p("Notes: %q, ", want(v, '$').s)
 				case "flags":
-					p("flags: %s, ", strList(strs(v, '+')))
+					p("Flags: %s, ", strList(strs(v, '+')))
 				case "begin_search":
 					var typ string
 					fields(v, []string{"type", "spec"}, func(key string, v node) {
@@ -234,7 +234,7 @@ func emitInfo(name string, e node) {
 						if typ != "index" {
 							log.Fatalf("%s: begin_search %q not supported", name, typ)
 						}
-						fields(v, []string{"index"}, func(_ string, v node) { p("index: %d, ", want(v, ':').n) })
+						fields(v, []string{"index"}, func(_ string, v node) { p("Index: %d, ", want(v, ':').n) })
 					})
 				case "find_keys":
 					var typ string
@@ -249,11 +249,11 @@ func emitInfo(name string, e node) {
 						fields(v, []string{"lastkey", "keystep", "limit"}, func(key string, v node) {
 							switch key {
 							case "lastkey":
-								p("lastKey: %d, ", want(v, ':').n)
+								p("LastKey: %d, ", want(v, ':').n)
 							case "keystep":
-								p("keyStep: %d, ", want(v, ':').n)
+								p("KeyStep: %d, ", want(v, ':').n)
 							case "limit":
-								p("limit: %d, ", want(v, ':').n)
+								p("Limit: %d, ", want(v, ':').n)
 							}
 						})
 					})
@@ -268,7 +268,7 @@ func emitInfo(name string, e node) {
 
 func main() {
 	in := flag.String("in", "testdata/oracle/commanddocs.jsonl", "capture to read")
-	out := flag.String("out", "resp/commanddocs_gen.go", "Go file to write")
+	out := flag.String("out", "cmdinfo/tables_gen.go", "Go file to write")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {
@@ -308,16 +308,16 @@ func main() {
 		log.Fatal(err)
 	}
 	p("// Code generated by go run ./internal/gendocs from testdata/oracle/commanddocs.jsonl; DO NOT EDIT.\n\n")
-	p("package resp\n\n")
+	p("package cmdinfo\n\n")
 	p("// docTable holds COMMAND DOCS of every command captured from RedisBloom 8.8.0 on Redis 8.0-m01.\n")
-	p("var docTable = map[string]*cmdDoc{\n")
+	p("var docTable = map[string]*Doc{\n")
 	for _, n := range sortedKeys(docs) {
 		emitDoc(n, docs[n])
 	}
 	p("}\n\n")
 	p("// infoTable holds COMMAND INFO of the same commands (the subcommands element\n")
 	p("// is built from what this server registers).\n")
-	p("var infoTable = map[string]*commandInfo{\n")
+	p("var infoTable = map[string]*Info{\n")
 	for _, n := range sortedKeys(infos) {
 		emitInfo(n, infos[n])
 	}

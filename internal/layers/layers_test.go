@@ -22,15 +22,25 @@ var rules = []struct {
 	{"rdb", nil, []string{"net", "os", "log"}},
 	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"internal/ratelog", nil, []string{"net", "os"}},
+	// I/O only: it knows sockets, not the protocol they carry.
+	{"internal/evloop", nil, nil},
 	// The sliding-window filter's algorithm: pure, as engine.
 	{"sketch/window", []string{"engine"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"command", []string{"internal/wire", "engine", "sketch/window"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "keyspace"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "keyspace"}, nil},
-	{"resp", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
+	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/glob"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/glob", "keyspace"}, []string{"net"}},
+	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/glob", "keyspace"}, nil},
+	// The wire protocol alone: framing, limits, replies; no server state.
+	{"resp", nil, []string{"net", "os", "log", "time"}},
+	// What clients and ACL rules know of each command: data, and the
+	// replies that render it.
+	{"cmdinfo", []string{"resp"}, []string{"net", "os", "log", "time"}},
+	{"internal/glob", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	// Users and their rules: pure logic over the commands' metadata.
+	{"acl", []string{"cmdinfo", "resp", "internal/glob"}, []string{"net", "os", "log", "time"}},
+	{"server", []string{"resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "sketch/window", "internal/glob", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the

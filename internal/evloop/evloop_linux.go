@@ -1,0 +1,549 @@
+//go:build linux
+
+package evloop
+
+import (
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Supported reports whether this platform has the event loop.
+const Supported = true
+
+// Group is a set of event loops sharing the connections given to them.
+type Group struct {
+	h     Handler
+	opts  Options
+	loops []*loop
+	next  atomic.Uint32
+	wg    sync.WaitGroup
+}
+
+// loop is one epoll instance and the goroutine that waits on it. Its
+// connections' state is touched only by that goroutine, but for a parked
+// connection, which belongs to whoever parked it until Resume.
+type loop struct {
+	g     *Group
+	epfd  int
+	efd   int // eventfd: requests are waiting
+	mu    sync.Mutex
+	reqs  []request
+	woken atomic.Bool
+	conns map[int]*Conn
+	rbuf  []byte
+	// stopping: Stop was called; the loop ends once its last connection
+	// is closed (a parked one when it is resumed).
+	stopping bool
+}
+
+type reqKind uint8
+
+const (
+	reqAdd reqKind = iota
+	reqResume
+	reqClose
+	reqEnd
+	reqForget
+	reqStop
+)
+
+type request struct {
+	kind reqKind
+	c    *Conn
+}
+
+// Conn is one connection of a loop.
+type Conn struct {
+	// Context is the handler's, set before Start.
+	Context any
+
+	fd  int
+	l   *loop
+	in  []byte // input not consumed yet, owned
+	out []byte // output the socket has not taken yet
+	// want is a capacity the handler asked the input buffer to have.
+	want int
+	// keep: the handler still refers to the input it was given, so the
+	// loop must not reuse that memory (KeepInput).
+	keep bool
+
+	// closing: Close was called; the loop closes the connection as soon
+	// as it owns it.
+	closing atomic.Bool
+
+	// loop-only state
+	parked     bool
+	registered uint32 // the epoll events asked for, 0: none
+	closed     bool
+	endOnDrain bool // close once out is written (Action Close with output pending)
+}
+
+// Start runs o.Loops event loops for h.
+func Start(h Handler, o Options) (*Group, error) {
+	o.ensureDefaults()
+	g := &Group{h: h, opts: o}
+	for range o.Loops {
+		l, err := newLoop(g)
+		if err != nil {
+			g.Stop()
+			return nil, err
+		}
+		g.loops = append(g.loops, l)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			l.run()
+		}()
+	}
+	return g, nil
+}
+
+func newLoop(g *Group) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(efd)}); err != nil {
+		unix.Close(epfd)
+		unix.Close(efd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return &loop{g: g, epfd: epfd, efd: efd, conns: map[int]*Conn{}, rbuf: make([]byte, g.opts.ReadSize)}, nil
+}
+
+// Stop closes every connection and ends the loops; a parked connection
+// is closed when it is resumed, and Stop waits for that.
+func (g *Group) Stop() {
+	for _, l := range g.loops {
+		l.post(request{kind: reqStop})
+	}
+	g.wg.Wait()
+}
+
+// Adopt takes over a TCP connection: the loop serves its descriptor (a
+// duplicate; nc itself is closed). The connection is served once Start
+// is called on the result.
+func (g *Group) Adopt(nc net.Conn) (*Conn, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil, ErrNotSocket
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	nc.Close()
+	if derr != nil {
+		return nil, os.NewSyscallError("fcntl", derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	l := g.loops[g.next.Add(1)%uint32(len(g.loops))]
+	return &Conn{fd: fd, l: l}, nil
+}
+
+// Start hands the connection to its loop.
+func (c *Conn) Start() { c.l.post(request{kind: reqAdd, c: c}) }
+
+// Fd is the connection's descriptor (CLIENT LIST's fd=).
+func (c *Conn) Fd() int { return c.fd }
+
+// Write sends b, or keeps what the socket does not take to send when it
+// can; meanwhile the loop reads nothing more from the connection. Only
+// the connection's owner calls it: the handler in Traffic, or whoever
+// parked it.
+func (c *Conn) Write(b []byte) error {
+	if len(c.out) == 0 {
+		n, err := write(c.fd, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	if len(b) > 0 {
+		c.out = append(c.out, b...)
+	}
+	return nil
+}
+
+// Buffered is how many bytes of output wait for the socket.
+func (c *Conn) Buffered() int { return len(c.out) }
+
+// Reserve asks that the input buffer hold at least n bytes (a large
+// argument on its way): from the next read on it is read into directly.
+func (c *Conn) Reserve(n int) { c.want = n }
+
+// KeepInput, called in Traffic, says that the input passed to it is
+// still referred to after the call: the loop reads into new memory from
+// then on and leaves that memory as it is.
+func (c *Conn) KeepInput() { c.keep = true }
+
+// Input is the unconsumed input of a parked connection.
+func (c *Conn) Input() []byte { return c.in }
+
+// Consume drops the first n bytes of a parked connection's input. With
+// fresh, the rest moves to new memory and the old is left as it is (its
+// bytes are still referred to).
+func (c *Conn) Consume(n int, fresh bool) {
+	rest := c.in[n:]
+	if fresh {
+		c.in = append([]byte(nil), rest...)
+		return
+	}
+	c.in = c.in[:copy(c.in, rest)]
+}
+
+// Resume gives a parked connection back to its loop.
+func (c *Conn) Resume() { c.l.post(request{kind: reqResume, c: c}) }
+
+// End gives a parked connection back to its loop to be closed once its
+// output is written.
+func (c *Conn) End() {
+	c.closing.Store(true)
+	c.l.post(request{kind: reqEnd, c: c})
+}
+
+// Close closes the connection, from any goroutine: at once if the loop
+// holds it, when it is resumed if it is parked.
+func (c *Conn) Close() {
+	if !c.closing.Swap(true) {
+		c.l.post(request{kind: reqClose, c: c})
+	}
+}
+
+// Detach takes a parked connection out of the loop for good: it returns
+// the connection as a net.Conn served by Go's poller, with the input and
+// output the loop held. The loop forgets it without calling Closed.
+func (c *Conn) Detach() (nc net.Conn, in, out []byte, err error) {
+	// FileConn duplicates the descriptor it is given; f is closed here,
+	// not later by its finalizer, when the number may be another
+	// connection's. c.fd stays as it is until the loop forgets it.
+	dup, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(dup), "")
+	nc, err = net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, out = c.in, c.out
+	c.in, c.out = nil, nil
+	c.l.post(request{kind: reqForget, c: c})
+	return nc, in, out, nil
+}
+
+func write(fd int, b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.Write(fd, b[done:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return done, nil
+		case err != nil:
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// post queues a request for the loop and wakes it.
+func (l *loop) post(r request) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, r)
+	l.mu.Unlock()
+	if !l.woken.Swap(true) {
+		var one = [8]byte{1}
+		for {
+			_, err := unix.Write(l.efd, one[:])
+			if err != unix.EINTR {
+				break // EAGAIN: the counter is full, so the loop is woken anyway
+			}
+		}
+	}
+}
+
+func (l *loop) run() {
+	defer func() {
+		unix.Close(l.epfd)
+		unix.Close(l.efd)
+	}()
+	events := make([]unix.EpollEvent, 256)
+	var reqs []request
+	msec := -1
+	for {
+		n, err := unix.EpollWait(l.epfd, events, msec)
+		if n <= 0 {
+			if err != nil && err != unix.EINTR {
+				panic(os.NewSyscallError("epoll_wait", err)) // EBADF, EFAULT: a bug, not a condition
+			}
+			// Nothing ready after a busy round: let other goroutines in
+			// once, then wait.
+			msec = -1
+			runtime.Gosched()
+			continue
+		}
+		msec = 0
+		for i := range n {
+			ev := &events[i]
+			fd := int(ev.Fd)
+			if fd == l.efd {
+				var b [8]byte
+				unix.Read(l.efd, b[:])
+				l.woken.Store(false)
+				l.mu.Lock()
+				reqs, l.reqs = l.reqs, reqs[:0]
+				l.mu.Unlock()
+				for _, r := range reqs {
+					if l.handle(r) {
+						return
+					}
+				}
+				clear(reqs)
+				continue
+			}
+			c := l.conns[fd]
+			if c == nil || c.parked || c.closed {
+				continue
+			}
+			l.event(c, ev.Events)
+		}
+		if l.stopping && len(l.conns) == 0 {
+			return
+		}
+	}
+}
+
+// handle carries out one request; it reports whether the loop is done.
+func (l *loop) handle(r request) bool {
+	c := r.c
+	switch r.kind {
+	case reqAdd:
+		l.conns[c.fd] = c
+		if c.closing.Load() || l.stopping {
+			l.close(c)
+			return false
+		}
+		l.arm(c)
+	case reqResume:
+		c.parked = false
+		if c.closing.Load() {
+			l.close(c)
+			return false
+		}
+		l.arm(c)
+	case reqClose:
+		if !c.parked {
+			l.close(c)
+		}
+	case reqEnd:
+		c.parked = false
+		l.after(c, Close)
+	case reqForget:
+		delete(l.conns, c.fd)
+		unix.Close(c.fd) // Detach's net.Conn has a duplicate
+		c.closed = true
+	case reqStop:
+		l.stopping = true
+		for _, c := range l.conns {
+			c.closing.Store(true)
+			if !c.parked {
+				l.close(c)
+			}
+		}
+	}
+	return l.stopping && len(l.conns) == 0
+}
+
+// event serves readiness of a connection the loop holds.
+func (l *loop) event(c *Conn, ev uint32) {
+	if len(c.out) > 0 {
+		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+			return
+		}
+		n, err := write(c.fd, c.out)
+		if err != nil {
+			l.close(c)
+			return
+		}
+		c.out = c.out[:copy(c.out, c.out[n:])]
+		if len(c.out) > 0 {
+			return
+		}
+		if cap(c.out) > 1<<20 {
+			c.out = nil
+		}
+		if c.endOnDrain {
+			l.close(c)
+			return
+		}
+		l.arm(c)
+		return // reading resumes at the next round
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) == 0 {
+		return
+	}
+	l.read(c)
+}
+
+// read reads what is ready and gives it to the handler with what was left.
+func (l *loop) read(c *Conn) {
+	buf, shared := l.rbuf, true
+	if len(c.in) > 0 || c.want > 0 {
+		need := max(len(c.in)+len(l.rbuf), c.want)
+		if cap(c.in) < need {
+			if c.want == 0 {
+				need = max(need, 2*cap(c.in)) // amortized growth
+			}
+			nb := make([]byte, len(c.in), need)
+			copy(nb, c.in)
+			c.in = nb
+		}
+		c.want = 0
+		buf, shared = c.in[len(c.in):cap(c.in)], false
+	}
+	var n int
+	var err error
+	for {
+		n, err = unix.Read(c.fd, buf)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if n <= 0 {
+		if err == unix.EAGAIN {
+			return
+		}
+		l.close(c) // end of stream, or a reset
+		return
+	}
+	var data []byte
+	if shared {
+		data = l.rbuf[:n]
+	} else {
+		c.in = c.in[:len(c.in)+n]
+		data = c.in
+	}
+	used, act := l.traffic(c, data, n)
+	if c.closed {
+		return
+	}
+	rest := data[used:]
+	switch {
+	case c.keep:
+		c.keep = false
+		c.in = append([]byte(nil), rest...)
+		if shared {
+			l.rbuf = make([]byte, len(l.rbuf))
+		}
+	case shared:
+		c.in = append(c.in[:0], rest...)
+	default:
+		c.in = c.in[:copy(c.in, rest)]
+		if cap(c.in) > 1<<20 && len(c.in) < len(l.rbuf) {
+			c.in = append([]byte(nil), c.in...)
+		}
+	}
+	l.after(c, act)
+}
+
+// traffic calls the handler; a panic in it costs the connection, not the
+// loop.
+func (l *loop) traffic(c *Conn, data []byte, n int) (used int, act Action) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.g.opts.OnPanic(c, r)
+			used, act = len(data), Close
+		}
+	}()
+	return l.g.h.Traffic(c, data, n)
+}
+
+// after applies what the handler asked for.
+func (l *loop) after(c *Conn, act Action) {
+	switch act {
+	case Close:
+		if len(c.out) == 0 {
+			l.close(c)
+			return
+		}
+		c.endOnDrain = true
+		l.arm(c)
+	case Park:
+		l.setEvents(c, 0)
+		c.parked = true
+		l.g.h.Parked(c)
+	default:
+		l.arm(c)
+	}
+}
+
+// arm asks for what the connection waits on: the socket taking its
+// output, or input.
+func (l *loop) arm(c *Conn) {
+	if len(c.out) > 0 {
+		l.setEvents(c, unix.EPOLLOUT)
+	} else {
+		l.setEvents(c, unix.EPOLLIN|unix.EPOLLRDHUP)
+	}
+}
+
+func (l *loop) setEvents(c *Conn, ev uint32) {
+	if ev == c.registered {
+		return
+	}
+	var err error
+	switch {
+	case ev == 0:
+		// Not registered at all: a hung-up connection would be reported
+		// again and again even with no events asked for.
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	case c.registered == 0:
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)})
+	default:
+		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)})
+	}
+	if err != nil && ev != 0 {
+		l.close(c)
+		return
+	}
+	c.registered = ev
+}
+
+func (l *loop) close(c *Conn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.closing.Store(true)
+	delete(l.conns, c.fd)
+	unix.Close(c.fd) // leaves the epoll set with its last descriptor
+	c.in, c.out = nil, nil
+	l.g.h.Closed(c)
+}
+
+// ErrNotSocket: Adopt was given a connection without a descriptor.
+var ErrNotSocket = errors.New("evloop: not a socket connection")

@@ -1,0 +1,376 @@
+//go:build linux
+
+package evloop
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// lines is a test handler: each input line is a command. "park" answers
+// from a goroutine of its own (the way a write through the log is); "big
+// N" answers N bytes; "close" closes after its reply; "panic" panics; any
+// other line is echoed.
+type lines struct {
+	closed  atomic.Int64
+	parked  atomic.Int64
+	detach  chan net.Conn
+	release chan struct{} // if set, a parked connection waits for it
+}
+
+func (h *lines) Traffic(c *Conn, in []byte, n int) (int, Action) {
+	used := 0
+	for {
+		i := bytes.IndexByte(in[used:], '\n')
+		if i < 0 {
+			return used, Continue
+		}
+		line := string(in[used : used+i])
+		switch {
+		case line == "park":
+			return used, Park // the parked side consumes it
+		case line == "close":
+			c.Write([]byte("bye\n"))
+			return used + i + 1, Close
+		case line == "panic":
+			panic("asked to")
+		case strings.HasPrefix(line, "big "):
+			var k int
+			fmt.Sscan(line[4:], &k)
+			c.Write(bytes.Repeat([]byte("x"), k))
+			c.Write([]byte("\n"))
+		default:
+			c.Write([]byte(line + "\n"))
+		}
+		used += i + 1
+	}
+}
+
+func (h *lines) Parked(c *Conn) {
+	h.parked.Add(1)
+	go func() {
+		if h.release != nil {
+			<-h.release
+		}
+		in := c.Input()
+		i := bytes.IndexByte(in, '\n')
+		if h.detach != nil {
+			c.Consume(i+1, false)
+			nc, rest, out, err := c.Detach()
+			if err != nil {
+				panic(err)
+			}
+			if len(rest) != 0 || len(out) != 0 {
+				panic("unexpected buffered data")
+			}
+			h.detach <- nc
+			return
+		}
+		c.Write([]byte("parked\n"))
+		c.Consume(i+1, false)
+		c.Resume()
+	}()
+}
+
+func (h *lines) Closed(c *Conn) { h.closed.Add(1) }
+
+func start(t *testing.T, h Handler, o Options) (*Group, string) {
+	t.Helper()
+	g, err := Start(h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c, err := g.Adopt(nc)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.Start()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		g.Stop()
+	})
+	return g, ln.Addr().String()
+}
+
+type client struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	return &client{nc, bufio.NewReaderSize(nc, 1<<20)}
+}
+
+func (c *client) send(t *testing.T, s string) {
+	t.Helper()
+	if _, err := c.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *client) expect(t *testing.T, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		got, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading %q: %v", w, err)
+		}
+		if got != w+"\n" {
+			t.Fatalf("got %q, want %q", got, w)
+		}
+	}
+}
+
+func TestEchoManyConnections(t *testing.T) {
+	_, addr := start(t, &lines{}, Options{Loops: 2, ReadSize: 64})
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, addr)
+			for j := range 200 {
+				// A line split across writes, and several in one.
+				c.send(t, fmt.Sprintf("c%d-%d", i, j))
+				c.send(t, fmt.Sprintf("\nq%d\nr%d\n", j, j))
+				c.expect(t, fmt.Sprintf("c%d-%d", i, j), fmt.Sprintf("q%d", j), fmt.Sprintf("r%d", j))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestParkKeepsOrder: replies come in request order across a park, and
+// input sent while the connection is parked is served after it resumes.
+func TestParkKeepsOrder(t *testing.T) {
+	h := &lines{release: make(chan struct{})}
+	_, addr := start(t, h, Options{Loops: 1})
+	c := dial(t, addr)
+	c.send(t, "a\npark\nb\n")
+	c.expect(t, "a")
+	c.send(t, "c\n") // arrives while parked
+	close(h.release)
+	c.expect(t, "parked", "b", "c")
+	for i := range 100 {
+		c.send(t, fmt.Sprintf("x%d\npark\n", i))
+		c.expect(t, fmt.Sprintf("x%d", i), "parked")
+	}
+}
+
+// TestCloseFromAnywhere: Close from another goroutine ends a connection
+// the loop holds at once, and a parked one when it is resumed, with
+// Closed called once each.
+func TestCloseFromAnywhere(t *testing.T) {
+	h := &lines{release: make(chan struct{})}
+	var mu sync.Mutex
+	var conns []*Conn
+	g, err := Start(h, Options{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c, _ := g.Adopt(nc)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			c.Start()
+		}
+	}()
+	a := dial(t, ln.Addr().String())
+	a.send(t, "hi\n")
+	a.expect(t, "hi")
+	b := dial(t, ln.Addr().String())
+	b.send(t, "park\n")
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(conns) == 2 })
+	mu.Lock()
+	ca, cb := conns[0], conns[1]
+	mu.Unlock()
+	ca.Close()
+	if _, err := a.r.ReadByte(); err != io.EOF {
+		t.Fatalf("read after Close: %v, want EOF", err)
+	}
+	cb.Close() // parked: closed once resumed
+	b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := b.r.ReadByte(); !isTimeout(err) {
+		t.Fatalf("a parked connection was touched: %v", err)
+	}
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	close(h.release)
+	// The parked side's reply was written before the loop closed it.
+	b.expect(t, "parked")
+	if _, err := b.r.ReadByte(); err != io.EOF {
+		t.Fatalf("read after resume: %v, want EOF", err)
+	}
+	waitFor(t, func() bool { return h.closed.Load() == 2 })
+}
+
+// TestSlowReaderHoldsInput: while a reply waits for the socket, the loop
+// reads nothing more from that connection, and everything arrives once
+// the client reads.
+func TestSlowReaderHoldsInput(t *testing.T) {
+	_, addr := start(t, &lines{}, Options{Loops: 1})
+	c := dial(t, addr)
+	const big = 64 << 20 // far more than socket buffers hold
+	c.send(t, fmt.Sprintf("big %d\nafter\n", big))
+	other := dial(t, addr) // the loop serves others meanwhile
+	other.send(t, "ping\n")
+	other.expect(t, "ping")
+	buf := make([]byte, big+1)
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		t.Fatal(err)
+	}
+	if buf[big-1] != 'x' || buf[big] != '\n' {
+		t.Fatal("reply damaged")
+	}
+	c.expect(t, "after")
+}
+
+func TestCloseAfterReply(t *testing.T) {
+	h := &lines{}
+	_, addr := start(t, h, Options{Loops: 1})
+	c := dial(t, addr)
+	c.send(t, "big 8000000\nclose\nnever\n")
+	buf := make([]byte, 8000001)
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		t.Fatal(err)
+	}
+	c.expect(t, "bye")
+	if _, err := c.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after close: %v", err)
+	}
+}
+
+func TestPanicCostsTheConnection(t *testing.T) {
+	var panics atomic.Int64
+	_, addr := start(t, &lines{}, Options{Loops: 1, OnPanic: func(*Conn, any) { panics.Add(1) }})
+	a := dial(t, addr)
+	b := dial(t, addr)
+	a.send(t, "panic\n")
+	if _, err := a.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after panic: %v", err)
+	}
+	b.send(t, "still\n")
+	b.expect(t, "still")
+	if panics.Load() != 1 {
+		t.Fatalf("OnPanic called %d times", panics.Load())
+	}
+}
+
+func TestDetach(t *testing.T) {
+	h := &lines{detach: make(chan net.Conn, 1)}
+	_, addr := start(t, h, Options{Loops: 1})
+	c := dial(t, addr)
+	c.send(t, "one\npark\n")
+	c.expect(t, "one")
+	nc := <-h.detach
+	defer nc.Close()
+	c.send(t, "two\n")
+	got := make([]byte, 4)
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(nc, got); err != nil || string(got) != "two\n" {
+		t.Fatalf("detached read: %q %v", got, err)
+	}
+	nc.Write([]byte("from go\n"))
+	c.expect(t, "from go")
+	if h.closed.Load() != 0 {
+		t.Fatal("Closed called for a detached connection")
+	}
+}
+
+// TestStopWaitsForParked: Stop closes what the loop holds and waits for
+// a parked connection until it is resumed.
+func TestStopWaitsForParked(t *testing.T) {
+	h := &lines{release: make(chan struct{})}
+	g, err := Start(h, Options{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c, _ := g.Adopt(nc)
+			c.Start()
+		}
+	}()
+	a := dial(t, ln.Addr().String())
+	a.send(t, "x\n")
+	a.expect(t, "x")
+	b := dial(t, ln.Addr().String())
+	b.send(t, "park\n")
+	waitFor(t, func() bool { return h.parked.Load() == 1 })
+	stopped := make(chan struct{})
+	go func() { g.Stop(); close(stopped) }()
+	if _, err := a.r.ReadByte(); err != io.EOF {
+		t.Fatalf("held connection after Stop: %v", err)
+	}
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a connection was parked")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(h.release)
+	<-stopped
+	if h.closed.Load() != 2 {
+		t.Fatalf("Closed %d times, want 2", h.closed.Load())
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

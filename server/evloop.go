@@ -1,0 +1,202 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"runtime/debug"
+
+	"github.com/bfserver/bfserver/internal/evloop"
+	"github.com/bfserver/bfserver/resp"
+)
+
+// Connections on event loops (internal/evloop). A plain TCP connection is
+// served by one of a few loops: each batch of input is run on the loop
+// (traffic) as long as no command in it could wait; the first that could
+// (a write through the log, a read barrier that asks the leader, a
+// command that blocks) parks the connection, and a goroutine serves the
+// rest of the batch the ordinary way (parked), then gives the connection
+// back. TLS connections, and every connection with the loops off, are
+// served by a goroutine each (session.loop). MONITOR takes a connection
+// out of its loop for good.
+
+// errParked: the command was not run, and is left for a goroutine.
+var errParked = errors.New("parked")
+
+// loopHandler serves the loops' connections for a Server.
+type loopHandler struct{ s *Server }
+
+func (h loopHandler) Traffic(c *evloop.Conn, in []byte, n int) (int, evloop.Action) {
+	return c.Context.(*session).traffic(in, n)
+}
+
+func (h loopHandler) Parked(c *evloop.Conn) { go c.Context.(*session).parked() }
+
+func (h loopHandler) Closed(c *evloop.Conn) { c.Context.(*session).ended() }
+
+// adopt hands a plain TCP connection to an event loop.
+func (s *Server) adopt(nc net.Conn) {
+	if s.refuseUnprotected(nc) {
+		nc.Close()
+		return
+	}
+	sess := newSession(s, nc)
+	c, err := s.loops.Adopt(nc)
+	if err != nil {
+		s.opts.Logger.Warn("cannot serve connection from an event loop", "err", err)
+		return
+	}
+	sess.nc, sess.ev = nil, c
+	sess.adm.fd = c.Fd()
+	c.Context = sess
+	s.open.Add(1)
+	s.wg.Add(1)
+	s.mu.Lock()
+	s.clients[sess.id] = sess
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	c.Start()
+}
+
+// ended runs once a session's connection is closed.
+func (s *session) ended() {
+	s.finish()
+	srv := s.srv
+	srv.mu.Lock()
+	s.foldIO()
+	delete(srv.clients, s.id)
+	srv.mu.Unlock()
+	srv.open.Add(-1)
+	srv.wg.Done()
+}
+
+// traffic runs on the loop: the commands of in that need not wait.
+func (s *session) traffic(in []byte, n int) (used int, act evloop.Action) {
+	defer func() {
+		// A bug must cost one connection, never the server.
+		if r := recover(); r != nil {
+			s.internalError(r)
+			used, act = len(in), evloop.Close
+		}
+	}()
+	s.noteRead(n, len(in), cap(in))
+	pos, park := s.batch(in, true)
+	if s.lostBuf {
+		s.ev.KeepInput() // commands of an unknown outcome still point into in
+		s.lostBuf = false
+	}
+	if s.sendBatch() != nil || s.closing {
+		return pos, evloop.Close
+	}
+	lim := &s.srv.opts.Limits
+	rest := in[pos:]
+	if len(rest) >= lim.MaxQueryBuffer {
+		s.srv.adm.qbufDrop.Add(1)
+		return pos, evloop.Close // Redis closes clients over the query buffer limit
+	}
+	s.adm.pub.qbuf.Store(int64(len(rest)))
+	s.adm.pub.wbuf.Store(int64(cap(s.w.Buf)))
+	if park {
+		return pos, evloop.Park
+	}
+	if need := resp.Needed(rest, lim); need > len(rest) {
+		s.ev.Reserve(min(need+64<<10, lim.MaxQueryBuffer))
+	}
+	return pos, evloop.Continue
+}
+
+// internalError logs a panic in a command and tells the client, whose
+// connection then closes.
+func (s *session) internalError(r any) {
+	s.srv.opts.Logger.Error("panic serving client", "client", s.id, "panic", r, "stack", string(debug.Stack()))
+	s.w.Buf = append(s.w.Buf[:0], "-ERR internal error\r\n"...)
+	s.sendOut()
+}
+
+// parked serves a parked connection's input from a goroutine, where
+// commands may wait, then gives the connection back to its loop.
+func (s *session) parked() {
+	c := s.ev
+	defer func() {
+		if r := recover(); r != nil {
+			s.internalError(r)
+			if s.ev != nil {
+				c.End()
+			}
+		}
+	}()
+	in := c.Input()
+	pos, _ := s.batch(in, false)
+	err := s.sendBatch()
+	if s.ev == nil {
+		// MONITOR took the connection out of the loop: serve it from
+		// here on, from what is left of the input.
+		s.nc.Write(s.detachedOut)
+		s.detachedOut = nil
+		defer s.ended()
+		s.loop(append([]byte(nil), in[pos:]...))
+		s.nc.Close()
+		return
+	}
+	c.Consume(pos, s.lostBuf) // commands of an unknown outcome still point into in
+	s.lostBuf = false
+	if err != nil || s.closing {
+		c.End()
+		return
+	}
+	c.Resume()
+}
+
+// detach takes the session's connection out of its event loop for good
+// (MONITOR, whose lines other goroutines write): from then on a goroutine
+// serves it. It runs on the parked goroutine, which owns the connection.
+func (s *session) detach() error {
+	if s.ev == nil {
+		return nil
+	}
+	nc, _, out, err := s.ev.Detach()
+	if err != nil {
+		return err
+	}
+	s.nc, s.ev = nc, nil
+	s.detachedOut = out
+	return nil
+}
+
+// inlineOK reports whether the command in args can run on the loop:
+// nothing about it can wait. It decides before the command has any
+// effect, so one that cannot is run from the start by the goroutine.
+func (s *session) inlineOK(args [][]byte) bool {
+	sp := s.lookup(args[0])
+	switch {
+	case sp == nil:
+		return true // an error reply
+	case s.adm.replyOff || s.adm.skipThis || s.adm.skipNext || s.adm.mon != nil:
+		return false
+	case s.srv.adm.pause.maybe.Load():
+		return false
+	case s.multi:
+		return !sp.noMulti // queued, not run (EXEC, WATCH… run)
+	case sp.run != nil || sp.subs != nil:
+		return sp.inline
+	case sp.parse == nil:
+		return false
+	case sp.af.write || sp.af.mayReplicate:
+		return s.srv.inlineWrites
+	}
+	return s.barrierReady()
+}
+
+// barrierReady reports whether this batch's reads can be served without
+// waiting, and takes the barrier when it can be taken at once.
+func (s *session) barrierReady() bool {
+	if s.barrierDone || s.stale {
+		return true
+	}
+	if r, ok := s.srv.backend.(instantReader); ok {
+		if until, ok := r.ReadNow(); ok {
+			s.barrierDone, s.barrierUntil = true, until
+			return true
+		}
+	}
+	return false
+}
