@@ -197,7 +197,7 @@ func (k *Keyspace) readWindow(c *command.Cmd) Result {
 // WindowInfo is BFX.WINFO's fields as name, value pairs, values in their
 // decimal text, in Result.List: a read inside EXEC crosses nodes in
 // EncodeResults, which carries List already, so the window needs no new
-// result field. The resp layer renders each by its name's type
+// result field. The server package renders each by its name's type
 // (WindowInfoDouble, or a string, or an integer).
 func WindowInfo(in window.Info) [][]byte {
 	maxFill := 0.0
