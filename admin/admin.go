@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bfserver/bfserver/keyspace"
@@ -245,6 +246,13 @@ func (h *smallest) Pop() any {
 	return x
 }
 
+// clock is the scrape's time in unix ms (a test sets it).
+var clock = func() int64 { return time.Now().UnixMilli() }
+
+// filterTypes are the type labels of the filter series: RedisBloom's
+// two, and bfserver's sliding windows (BFX.W*).
+var filterTypes = []string{"bloom", "cuckoo", "window"}
+
 // typeTotals are the aggregate series of one filter type.
 type typeTotals struct {
 	count, bytes, items, over, rebuild float64
@@ -255,11 +263,17 @@ func writeFilters(m *writer, k *keyspace.Keyspace, opts FilterSeries) {
 	if !(factor > 0) {
 		factor = DefaultRebuildFactor
 	}
-	totals := map[string]*typeTotals{"bloom": {}, "cuckoo": {}}
+	totals := map[string]*typeTotals{}
+	for _, typ := range filterTypes {
+		totals[typ] = &typeTotals{}
+	}
 	var top smallest
+	// A time window ages by the clock: a scrape describes it as of now, by
+	// this node's clock (an observation, not the log's state).
+	now := clock()
 	for db := uint8(0); db < keyspace.NumDBs; db++ {
 		k.Range(db, func(key string, v *keyspace.Value) bool {
-			f, ok := describe(v, factor)
+			f, ok := describe(v, factor, now)
 			if !ok {
 				return true
 			}
@@ -290,12 +304,12 @@ func writeFilters(m *writer, k *keyspace.Keyspace, opts FilterSeries) {
 		{"bfserver_filters", "Filters, by type.", func(t *typeTotals) float64 { return t.count }},
 		{"bfserver_filters_bytes", "Bytes of all filters, by type.", func(t *typeTotals) float64 { return t.bytes }},
 		{"bfserver_filters_items", "Items in all filters, by type.", func(t *typeTotals) float64 { return t.items }},
-		{"bfserver_filters_over_capacity", "Filters holding at least the capacity they were created with (a Bloom chain's first link, a Cuckoo filter's first sub-filter): they grew, or refuse adds if they cannot.", func(t *typeTotals) float64 { return t.over }},
+		{"bfserver_filters_over_capacity", "Filters holding at least the capacity they were created with (a Bloom chain's first link, a Cuckoo filter's first sub-filter): they grew, or refuse adds if they cannot; windows whose current generation took more inserts than its share of the capacity.", func(t *typeTotals) float64 { return t.over }},
 		{"bfserver_filters_rebuild_recommended", "Filters whose estimated false-positive rate passes the rebuild factor times their target.", func(t *typeTotals) float64 { return t.rebuild }},
 	}
 	for _, a := range aggregates {
 		m.header(a.name, "gauge", a.help)
-		for _, typ := range []string{"bloom", "cuckoo"} {
+		for _, typ := range filterTypes {
 			m.sample(a.name, `type="`+typ+`"`, a.get(totals[typ]))
 		}
 	}
@@ -316,9 +330,9 @@ func writeFilters(m *writer, k *keyspace.Keyspace, opts FilterSeries) {
 		name, help string
 		get        func(*filterStat) float64
 	}{
-		{"bfserver_filter_capacity", "Items the filter is sized for (all links or sub-filters).", func(f *filterStat) float64 { return f.capacity }},
+		{"bfserver_filter_capacity", "Items the filter is sized for (all links or sub-filters; a window: in its window).", func(f *filterStat) float64 { return f.capacity }},
 		{"bfserver_filter_initial_capacity", "Items the filter was created for (its first link or sub-filter).", func(f *filterStat) float64 { return f.initial }},
-		{"bfserver_filter_items", "Items the filter holds.", func(f *filterStat) float64 { return f.items }},
+		{"bfserver_filter_items", "Items the filter holds (a window: estimated from its fills, in its window).", func(f *filterStat) float64 { return f.items }},
 		{"bfserver_filter_bytes", "Bytes of the filter's arrays and bookkeeping (INFO Size).", func(f *filterStat) float64 { return f.bytes }},
 		{"bfserver_filter_fill_ratio", "Items over capacity.", func(f *filterStat) float64 { return safeDiv(f.items, f.capacity) }},
 		{"bfserver_filter_false_positive_rate", "Estimated current false-positive rate.", func(f *filterStat) float64 { return f.fpr }},
@@ -347,8 +361,9 @@ func safeDiv(a, b float64) float64 {
 // any link is: 1 − Π(1 − p_i^k). A Cuckoo lookup compares 2·b slots of
 // each sub-filter, each holding one of 255 8-bit fingerprints with
 // probability load; over f sub-filters at the filter's mean load that is
-// 1 − (1 − 1/255)^(2·b·load·f).
-func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
+// 1 − (1 − 1/255)^(2·b·load·f). A window reports its own (BFX.WINFO's,
+// from the set bits it counts per slice) as of now.
+func describe(v *keyspace.Value, factor float64, now int64) (filterStat, bool) {
 	var f filterStat
 	switch v.Kind {
 	case keyspace.KindBloom:
@@ -371,6 +386,15 @@ func describe(v *keyspace.Value, factor float64) (filterStat, bool) {
 			initial: float64(i.NumBuckets) * float64(i.BucketSize), target: scalable.CuckooErrorRate(i.BucketSize)}
 		load := safeDiv(f.items, slots)
 		f.fpr = math.Min(1, 1-math.Pow(1-1.0/255, 2*float64(i.BucketSize)*load*float64(i.NumFilters)))
+	case keyspace.KindWindow:
+		i := v.Window().Info(now)
+		f = filterStat{typ: "window", bytes: float64(i.MemoryBytes), items: i.Items, capacity: float64(i.Capacity),
+			initial: float64(i.Capacity), target: i.ErrorRate, fpr: i.EstimatedFP}
+		// Over: the current generation took more inserts than its share of
+		// the capacity (only a KEEPTIME time window lets it).
+		f.over = i.InsertsInGeneration > i.GenerationSize
+		f.rebuild = f.fpr > factor*f.target
+		return f, true
 	default:
 		return filterStat{}, false
 	}

@@ -38,15 +38,36 @@ func newDirty(size uint64) Dirty {
 	return Dirty{x: &dirtyExt{bits: make([]uint64, (chunks+63)/64)}}
 }
 
-// mark flags the chunk holding byte offset off. The caller changes the
-// chunk after it returns.
-func (d *Dirty) mark(off uint64) {
-	c := off / ChunkSize
-	if d.x == nil {
-		d.word |= 1 << (c & 63)
+// NewDirty is the change record of an array of size bytes kept outside
+// this package (sketch/window's bit array): its owner marks what it
+// changes with Mark and MarkRange, as Bloom does, so that the image
+// writes only those chunks and a Freeze can hold the array.
+func NewDirty(size uint64) Dirty { return newDirty(size) }
+
+// Mark flags the chunk holding byte offset off; the caller changes the
+// chunk after it returns (a Freeze holding it copies it first). It is
+// mark written out again, not a call to it: either fits the inlining
+// budget alone, not one inside the other.
+func (d *Dirty) Mark(off uint64) {
+	if d.x != nil {
+		d.markExt(off / ChunkSize)
 		return
 	}
-	d.markExt(c)
+	d.word |= 1 << (off / ChunkSize & 63)
+}
+
+// MarkRange is Mark for every chunk of bytes [off, off+n).
+func (d *Dirty) MarkRange(off, n uint64) { d.markRange(off, n) }
+
+// mark flags the chunk holding byte offset off. The caller changes the
+// chunk after it returns. Kept within the inlining budget: it runs for
+// every bit an add sets.
+func (d *Dirty) mark(off uint64) {
+	if d.x != nil {
+		d.markExt(off / ChunkSize)
+		return
+	}
+	d.word |= 1 << (off / ChunkSize & 63)
 }
 
 func (d *Dirty) markExt(c uint64) {

@@ -45,13 +45,7 @@ func startProcess(t *testing.T, out io.Writer, name string, args ...string) *exe
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	keepRunning(t, cmd)
 	return cmd
 }
 

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,16 +33,7 @@ func startExample(t *testing.T, bf *node, pg *postgres) *example {
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "--addr", addr, "--redis", bf.baseURL(), "--postgres", pg.dsn,
 		"--relay-key", "search:products", "--relay-interval", "50ms")
-	if os.Getenv("BFSERVER_TEST_QUIET") == "" {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	keepRunning(t, cmd)
 	e := &example{base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
 	deadline := time.Now().Add(30 * time.Second)

@@ -190,6 +190,23 @@ func (w *tailWriter) String() string {
 	return string(w.buf)
 }
 
+// keepRunning starts a helper process (a tool, an example; its log on
+// stderr unless BFSERVER_TEST_QUIET is set or the caller set one) and
+// kills it by PID when the test ends.
+func keepRunning(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if cmd.Stderr == nil && os.Getenv("BFSERVER_TEST_QUIET") == "" {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+}
+
 // kill ends the process with SIGKILL, by PID.
 func (n *node) kill() {
 	if n.cmd != nil && n.cmd.ProcessState == nil {

@@ -135,6 +135,13 @@ func TestMetricsFilterSeries(t *testing.T) {
 		for i := range 300 {
 			pipe.Do(ctx(t), "CF.ADD", "cf", "c"+strconv.Itoa(i))
 		}
+		// A sliding window (bfserver's own type) holding its last 5,000.
+		pipe.Do(ctx(t), "BFX.WRESERVE", "events", "0.01", "COUNT", "5000")
+		wmadd := []any{"BFX.WMADD", "events"}
+		for i := range 20000 {
+			wmadd = append(wmadd, "e"+strconv.Itoa(i))
+		}
+		pipe.Do(ctx(t), wmadd...)
 		pipe.Do(ctx(t), "BF.RESERVE", "full", "0.01", "1000", "NONSCALING")
 		madd := []any{"BF.MADD", "full"}
 		for i := range 1100 {
@@ -171,6 +178,8 @@ func TestMetricsFilterSeries(t *testing.T) {
 			`bfserver_filters_over_capacity{type="bloom"}`:        2, // full, claims
 			`bfserver_filters_over_capacity{type="cuckoo"}`:       1,
 			`bfserver_filters_rebuild_recommended{type="cuckoo"}`: 1,
+			`bfserver_filters{type="window"}`:                     1,
+			`bfserver_filters_over_capacity{type="window"}`:       0,
 		} {
 			if v := metricValue(t, body, series); v != want {
 				t.Errorf("%s = %v, want %v", series, v, want)
@@ -185,7 +194,7 @@ func TestMetricsFilterSeries(t *testing.T) {
 		if len(keys) != 100 || metricValue(t, body, "bfserver_filters_exported") != 100 {
 			t.Fatalf("%d filters exported", len(keys))
 		}
-		for _, k := range []string{"big-0", "big-1", "big-2", "cf", "full", "claims"} {
+		for _, k := range []string{"big-0", "big-1", "big-2", "cf", "full", "claims", "events"} {
 			if !keys[k] {
 				t.Fatalf("%s, one of the largest, has no series", k)
 			}
@@ -208,10 +217,22 @@ func TestMetricsFilterSeries(t *testing.T) {
 		if v := metricValue(t, body, `bfserver_filters_rebuild_recommended{type="bloom"}`); v != 1 {
 			t.Errorf("bloom filters to rebuild: %v", v)
 		}
+		// The window holds about its last 5,000 (l generations: a little
+		// more), at about its 1% rate.
+		events := `{db="0",key="events",type="window"}`
+		if v := metricValue(t, body, "bfserver_filter_items"+events); v < 4750 || v > 5750 {
+			t.Errorf("window items %v, want about 5,000", v)
+		}
+		if v := metricValue(t, body, "bfserver_filter_false_positive_rate"+events); v <= 0 || v > 0.012 {
+			t.Errorf("window false-positive rate %v", v)
+		}
+		if v := metricValue(t, body, `bfserver_filters_rebuild_recommended{type="window"}`); v != 0 {
+			t.Errorf("a window at its rate recommended for a rebuild: %v", v)
+		}
 	})
 	t.Run("all", func(t *testing.T) {
 		body := run(t, "--metrics-filters", "all")
-		if n := len(exportedFilters(body)); n != 156 {
+		if n := len(exportedFilters(body)); n != 157 {
 			t.Fatalf("all: %d filters exported", n)
 		}
 	})

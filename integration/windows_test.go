@@ -98,6 +98,14 @@ func TestWindows(t *testing.T) {
 	if v := do("TYPE", "events"); v != "BFXwindow" {
 		t.Errorf("TYPE: %v", v)
 	}
+	do("SET", "plain", "v")
+	if keys, _, err := c.Scan(ctx(t), 0, "", 1000).Result(); err != nil || len(keys) != 4 {
+		t.Fatalf("SCAN: %v %v", keys, err)
+	}
+	if keys, _, err := c.ScanType(ctx(t), 0, "", 1000, "BFXwindow").Result(); err != nil || fmt.Sprint(sortedStrings(keys)) != "[created events recent]" {
+		t.Errorf("SCAN TYPE BFXwindow: %v %v", keys, err)
+	}
+	do("DEL", "plain")
 	if v, _ := c.Do(ctx(t), "MEMORY", "USAGE", "events").Int64(); v <= 0 {
 		t.Errorf("MEMORY USAGE: %d", v)
 	}
@@ -157,17 +165,21 @@ func TestWindows(t *testing.T) {
 	}
 }
 
-// TestWindowsCluster: a stream of window adds through all three nodes (one
-// count window, one time window), the leader killed with kill -9 in the
-// middle of it and restarted; every acknowledged add is present on every
-// node (the windows are wider than the stream), and every replica holds
-// byte-identical windows.
+// TestWindowsCluster: a stream of window adds through all three nodes (a
+// count window and a time window wider than the stream, and a count
+// window of 300 that the stream passes through several times), the
+// leader killed with kill -9 in the middle of it and restarted; every
+// acknowledged add to the wide windows is present on every node, every
+// replica holds byte-identical windows, and answers the same for every
+// item added and 20,000 never added (false positives included), and the
+// same BFX.WINFO.
 func TestWindowsCluster(t *testing.T) {
 	nodes := startCluster(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"})
 	lc := leaderOf(t, nodes).client(2)
 	for _, args := range [][]any{
 		{"BFX.WRESERVE", "count", "0.01", "COUNT", "200000"},
 		{"BFX.WRESERVE", "time", "0.001", "EX", "3600", "CAPACITY", "200000"},
+		{"BFX.WRESERVE", "short", "0.05", "COUNT", "50"},
 	} {
 		if err := lc.Do(ctx(t), args...).Err(); err != nil {
 			t.Fatal(err)
@@ -188,7 +200,7 @@ func TestWindowsCluster(t *testing.T) {
 					return
 				default:
 				}
-				key := []string{"count", "time"}[j%2]
+				key := []string{"count", "time", "short"}[j%3]
 				item := fmt.Sprintf("n%d-%d", i, j)
 				c := nd.client(2)
 				err := c.Do(ctx(t), "BFX.WADD", key, item).Err()
@@ -207,7 +219,45 @@ func TestWindowsCluster(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d acknowledged window adds", n.Load())
-	sameDigests(t, nodes, "count", "time")
+	sameDigests(t, nodes, "count", "time", "short")
+	// The same answers everywhere, false positives included: 20,000
+	// strangers each; and the same WINFO but for its clock-read fields (a
+	// read carries its node's clock).
+	answers := map[string]string{}
+	for _, nd := range nodes {
+		c := nd.client(2)
+		for _, key := range []string{"count", "time", "short"} {
+			got, err := c.Do(ctx(t), windowItems("BFX.WMEXISTS", key, "stranger-", 0, 20000)...).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []any{"BFX.WMEXISTS", key}
+			for _, it := range acked[key] {
+				args = append(args, it)
+			}
+			added, err := c.Do(ctx(t), args...).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp := 0
+			for _, x := range got {
+				fp += int(x)
+			}
+			info, err := c.Do(ctx(t), "BFX.WINFO", key).Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := fmt.Sprint(got, added, info[:24]) // WINFO through Generation ms: the fields no clock moves
+			if answers[key] == "" {
+				answers[key] = a
+				t.Logf("%s: %d false positives of 20000 strangers; %v", key, fp, info)
+			} else if answers[key] != a {
+				t.Errorf("node %s answers %s differently", nd.addr, key)
+			}
+		}
+		c.Close()
+	}
+	delete(acked, "short") // it forgot most of them
 	for _, nd := range nodes {
 		c := nd.client(2)
 		for key, items := range acked {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/engine"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // cutContents is what a walk of cut reads (as chunksOfCut), calling
@@ -37,12 +38,19 @@ func cutState(k *Keyspace, step int) {
 	if step == 0 {
 		k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 1 << 16, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})
 		k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 2 << 20, Expansion: 2, MaxBytes: capBytes})
+		// A window of about 1 MiB (held, not copied inline: over
+		// inlineBytes) and a small one.
+		k.Apply(windowCmd(nil, command.WReserve, "win", window.Count, 400_000, 0, 0.01))
+		k.Apply(windowCmd(nil, command.WReserve, "ws", window.Count, 100, 0, 0.01))
 	}
 	items := make([][]byte, 3000)
 	for i := range items {
 		items[i] = []byte(s + "-" + strconv.Itoa(i))
 	}
 	apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items})
+	for _, w := range []string{"win", "ws"} {
+		k.Apply(&command.Cmd{Op: command.WAdd, Key: []byte(w), Items: items, Multi: true, NoCreate: true})
+	}
 	for i := range 20 {
 		key := []byte("k" + strconv.Itoa(i))
 		apply(&command.Cmd{Op: command.BFAdd, Key: key, Items: items[:i+1]})

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
+	"github.com/bfserver/bfserver/sketch/window"
 )
 
 const capBytes = 1 << 26
@@ -65,7 +67,9 @@ func FuzzDecodeDump(f *testing.F) {
 	k.Apply(&command.Cmd{Op: command.TDCreate, Key: []byte("t"), Count: 5})
 	k.Apply(&command.Cmd{Op: command.TDAdd, Key: []byte("t"), Data: command.Floats([]float64{1, 2, 3, 2, 7, 1}), MaxBytes: capBytes})
 	k.Apply(&command.Cmd{Op: command.CMSInit, Key: []byte("m"), Capacity: 4, Count: 2, MaxBytes: capBytes})
-	for _, key := range []string{"b", "c", "t", "m"} {
+	k.Apply(windowCmd(f, command.WReserve, "w", window.Count, 50, 0, 0.01))
+	k.Apply(&command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: [][]byte{[]byte("x")}, NoCreate: true})
+	for _, key := range []string{"b", "c", "t", "m", "w"} {
 		p := EncodeDump(k.Lookup(0, []byte(key), 0))
 		f.Add(p[:len(p)-10])
 	}
@@ -105,10 +109,18 @@ func FuzzDecodeDump(f *testing.F) {
 				if v.Cuckoo().Insert(it, false, 1<<20) == scalable.Inserted {
 					acked = append(acked, it)
 				}
+			case KindWindow:
+				// Within the window: at most one window's worth of adds,
+				// at the filter's own time (no clock moves).
+				if in := v.Window().Info(math.MinInt64); uint64(i) < in.Capacity && in.Kind == window.Count {
+					v.Window().f.Add(it, math.MinInt64)
+					acked = append(acked, it)
+				}
 			}
 		}
 		for _, it := range acked {
-			if (v.Kind == KindBloom && !v.Bloom().Test(it)) || (v.Kind == KindCuckoo && !v.Cuckoo().Exists(it)) {
+			if (v.Kind == KindBloom && !v.Bloom().Test(it)) || (v.Kind == KindCuckoo && !v.Cuckoo().Exists(it)) ||
+				(v.Kind == KindWindow && !v.Window().f.Exists(it, math.MinInt64)) {
 				t.Fatalf("restored filter lost acknowledged add %q", it)
 			}
 		}

@@ -132,8 +132,15 @@ const inlineBytes = 256 << 10
 // (DefaultCutBudget when never set).
 func (k *Keyspace) SetCutBudget(n uint64) { k.cutBudget = n }
 
-// TrackChanges starts recording changes for Cut.
-func (k *Keyspace) TrackChanges() { k.dirty, k.markedOK = map[dirtyKey]bool{}, false }
+// TrackChanges starts recording changes for Cut. Keys loaded in an older
+// form (rewrite) are recorded at once, to be written whole.
+func (k *Keyspace) TrackChanges() {
+	k.dirty, k.markedOK = map[dirtyKey]bool{}, false
+	for _, dk := range k.rewrite {
+		k.dirty[dk] = true
+	}
+	k.rewrite = nil
+}
 
 // Cut takes the change record and starts a new one. The caller excludes
 // Apply for the call only (it costs O(1) and the copy of the WATCH pages
@@ -423,6 +430,12 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 		for i, t := range v.Cuckoo().Tables() {
 			fn(uint32(i), uint64(len(t.Data)), &t.Dirty, func(dst []byte, off uint64) { copy(dst, t.Data[off:]) })
 		}
+	case KindWindow:
+		// One array; the image's hold reads it without the window's lock:
+		// Apply marks a held chunk (and so has it copied) before it
+		// changes it, under the freeze's lock.
+		f := v.Window().f
+		fn(0, f.Size(), f.Dirty(), f.ReadBytes)
 	}
 }
 
@@ -442,7 +455,7 @@ func encodeMeta(v *Value) []byte {
 	case KindCuckoo:
 		return append(b, v.Cuckoo().Header()...)
 	case KindWindow:
-		return append(b, v.Window().Marshal()...) // the whole filter: no chunks (Window)
+		return append(b, v.Window().header()...) // its bits are chunks, as a Bloom filter's
 	}
 	if sk := v.Sketch(); sk != nil {
 		return append(b, sk.Marshal()...) // the whole sketch (sketches.go)
@@ -496,8 +509,15 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 		str := string(body)
 		v.obj = unsafe.Pointer(&str)
 	case KindWindow:
+		// The dump header, its bits in chunks; or, as the build of
+		// 55b879a wrote it, the whole filter (window.Marshal).
 		var f *window.Filter
-		if f, err = window.Unmarshal(body, maxBytes); err == nil {
+		if len(body) == window.HeaderSize {
+			f, err = window.LoadHeader(body, maxBytes)
+		} else if f, err = window.Unmarshal(body, maxBytes); err == nil {
+			k.rewrite = append(k.rewrite, dirtyKey{dbi, key})
+		}
+		if err == nil {
 			v.obj = unsafe.Pointer(&Window{f: f})
 		} else if errors.Is(err, window.ErrTooLarge) {
 			err = ErrTooLarge
@@ -538,6 +558,11 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 		}
 		copy(tables[c.Part].Data[off:], c.Data) // not visible to readers yet; no change to record
 		return nil
+	case KindWindow:
+		if c.Part != 0 || v.Window().f.LoadBytes(c.Data, off) != nil {
+			return ErrCorruptImage
+		}
+		return nil // its slices are counted once the load is done (ForgetChanges)
 	}
 	return ErrCorruptImage
 }
@@ -561,6 +586,10 @@ func (k *Keyspace) LoadTarget(dbi uint8, key string, part uint32) []byte {
 		if tables := v.Cuckoo().Tables(); int(part) < len(tables) {
 			return tables[part].Data
 		}
+	case KindWindow:
+		if part == 0 {
+			return v.Window().f.LoadTarget()
+		}
 	}
 	return nil
 }
@@ -577,11 +606,15 @@ func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uin
 }
 
 // ForgetChanges drops recorded changes and dirty chunks after a load: the
-// loaded state is what is stored.
+// loaded state is what is stored. It also counts the loaded windows'
+// slices (the chunks and the base fill their bits without counting).
 func (k *Keyspace) ForgetChanges() {
 	for i := range k.dbs {
 		for _, v := range k.dbs[i].keys {
 			eachPart(v, func(_ uint32, _ uint64, d *engine.Dirty, _ func([]byte, uint64)) { d.Swap() })
+			if w := v.Window(); w != nil {
+				w.f.Recount()
+			}
 		}
 	}
 	if k.dirty != nil {

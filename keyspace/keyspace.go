@@ -145,6 +145,10 @@ type Keyspace struct {
 	marked     dirtyKey
 	markedOK   bool
 	markedFull bool
+	// rewrite lists the keys a load found in a form the image no longer
+	// writes (a window stored whole): TrackChanges records them as
+	// replaced, so the first flush writes them in chunks.
+	rewrite []dirtyKey
 	// hot is the entry the Apply side (Apply, Prefetch) found last: a log
 	// entry's writes mostly name one filter, and each looks its key up
 	// several times (prefetch, memory before and after, the command).

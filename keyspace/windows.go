@@ -15,11 +15,11 @@ import (
 // clears a slice and moves the ring), so its own lock orders them: Apply
 // takes it to change the filter, readers share it.
 //
-// A window is stored in the image as its metadata alone (the whole
-// filter, window.Marshal), not as chunks: each flush that finds it
-// changed rewrites it whole, and a cut copies it when it captures it.
-// Windows are sized for their window, not their history, so they stay
-// small; the per-filter byte cap bounds them like any filter.
+// In the image a window is a Bloom filter's like: its dump header as
+// metadata, its bit array (one part) in 64 KiB chunks, of which a flush
+// writes those the filter marked changed (window.Filter.Dirty), and a cut
+// holds the array and has Apply copy a chunk before it changes one,
+// within the cut's budget (engine.Freeze).
 type Window struct {
 	mu sync.RWMutex
 	f  *window.Filter
@@ -43,6 +43,21 @@ func (w *Window) Marshal() []byte {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return w.f.Marshal()
+}
+
+// Info describes the filter as of now (BFX.WINFO's figures), under its
+// lock; it costs O(k+l), no pass over the bits.
+func (w *Window) Info(now int64) window.Info {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.f.Info(now)
+}
+
+// header is the filter's dump header (its metadata in the image).
+func (w *Window) header() []byte {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.f.Header()
 }
 
 // Bytes is the filter's memory: its bits and its struct.
@@ -182,7 +197,7 @@ func (k *Keyspace) readWindow(c *command.Cmd) Result {
 // WindowInfo is BFX.WINFO's fields as name, value pairs, values in their
 // decimal text, in Result.List: a read inside EXEC crosses nodes in
 // EncodeResults, which carries List already, so the window needs no new
-// result field. The resp layer renders each by its name's type
+// result field. The server package renders each by its name's type
 // (WindowInfoDouble, or a string, or an integer).
 func WindowInfo(in window.Info) [][]byte {
 	maxFill := 0.0
@@ -191,16 +206,12 @@ func WindowInfo(in window.Info) [][]byte {
 	}
 	u := func(n uint64) []byte { return strconv.AppendUint(nil, n, 10) }
 	d := func(f float64) []byte { return strconv.AppendFloat(nil, f, 'g', 17, 64) }
-	overflow := "keeptime"
-	if in.Overflow == window.KeepRate {
-		overflow = "keeprate"
-	}
 	return [][]byte{
 		[]byte("Window type"), []byte(in.Kind.String()),
 		[]byte("Window"), u(in.Window),
 		[]byte("Capacity"), u(in.Capacity),
 		[]byte("Error rate"), d(in.ErrorRate),
-		[]byte("Overflow"), []byte(overflow),
+		[]byte("Overflow"), []byte(in.Overflow.String()),
 		[]byte("Size"), u(in.MemoryBytes),
 		[]byte("Inserts"), u(in.Inserts),
 		[]byte("Hash functions"), u(uint64(in.K)),

@@ -1,24 +1,26 @@
 package keyspace
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/sketch/window"
 )
 
 // windowCmd is a WReserve (or auto-creating WAdd) as the resp layer
-// prepares it: the shape sized at the proposer.
+// prepares it: the shape sized at the proposer. t may be nil (it panics
+// then on a sizing error).
 func windowCmd(t testing.TB, op command.Op, key string, kind window.Kind, win int64, capa uint64, e float64) *command.Cmd {
-	t.Helper()
 	n := capa
 	if kind == window.Count {
 		n = uint64(win)
 	}
 	s, err := window.Size(e, n)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return &command.Cmd{Op: op, Key: []byte(key), ErrorRate: e, Field: uint8(kind), Iter: win, Capacity: capa, Data: command.EncodeShape(s)}
 }
@@ -114,28 +116,153 @@ func TestWindowTimeUsesTheStampedClock(t *testing.T) {
 	}
 }
 
-// TestWindowSurvivesImageDumpAndCopy: a window's image metadata, its DUMP
-// payload and a COPY all carry its full state (equal digests), and the
-// copy is independent of the original.
-func TestWindowSurvivesImageDumpAndCopy(t *testing.T) {
+// store is an image as persistence keeps it (db 0 only): each key's
+// metadata and chunks, a cut written over it as a flush writes it.
+type store struct {
+	meta   map[string][]byte
+	chunks map[string]map[[2]uint32][]byte
+}
+
+// write writes what a walk of cut writes, and returns the chunks written
+// per key.
+func (s *store) write(t *testing.T, cut *Cut) map[string]int {
+	t.Helper()
+	if s.meta == nil {
+		s.meta, s.chunks = map[string][]byte{}, map[string]map[[2]uint32][]byte{}
+	}
+	n := map[string]int{}
+	buf := make([]byte, engine.ChunkSize)
+	err := cut.Walk(func(ck *CutKey) error {
+		if ck.Full || ck.Gone() {
+			delete(s.chunks, ck.Key)
+		}
+		if ck.Gone() {
+			delete(s.meta, ck.Key)
+			return nil
+		}
+		s.meta[ck.Key] = ck.Meta()
+		if s.chunks[ck.Key] == nil {
+			s.chunks[ck.Key] = map[[2]uint32][]byte{}
+		}
+		return ck.Chunks(buf, func(c Chunk) error {
+			n[ck.Key]++
+			s.chunks[ck.Key][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// load is the keyspace the image holds, as a start loads it.
+func (s *store) load(t *testing.T) *Keyspace {
+	t.Helper()
+	k := New()
+	for key, m := range s.meta {
+		if err := k.LoadValue(0, key, m, capBytes); err != nil {
+			t.Fatal(err)
+		}
+		for pi, data := range s.chunks[key] {
+			if err := k.LoadChunk(0, key, Chunk{Part: pi[0], Index: pi[1], Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	k.ForgetChanges()
+	return k
+}
+
+// TestWindowImage: a window goes into the image as its header and the
+// chunks of its bits: a new one whole, a changed one by the chunks its
+// adds and shifts changed (a few of a large window's), and loaded back it
+// is the same filter (digest, answers, WINFO's fills). An image written
+// by the build that stored a window whole still loads, and the next cut
+// writes that window whole in the new form.
+func TestWindowImage(t *testing.T) {
+	k := New()
+	k.TrackChanges()
+	apply(t, k, windowCmd(t, command.WReserve, "w", window.Count, 500_000, 0, 0.01))
+	apply(t, k, windowCmd(t, command.WReserve, "small", window.Count, 300, 0, 0.01))
+	add := func(key string, from, to int) {
+		for i := from; i < to; i += 10_000 {
+			apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte(key), Items: wItems("i", i, min(to, i+10_000)), Multi: true, NoCreate: true})
+		}
+	}
+	add("w", 0, 1_000_000)
+	add("small", 0, 500)
+	var st store
+	st.write(t, k.Cut())
+	check := func(key string) {
+		t.Helper()
+		v, w := k.Lookup(0, []byte(key), 0), st.load(t).Lookup(0, []byte(key), 0)
+		if w == nil || Digest(v) != Digest(w) {
+			t.Fatalf("%s: the image is not the window", key)
+		}
+		a, b := WindowInfo(v.Window().f.Info(0)), WindowInfo(w.Window().f.Info(0))
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s: WINFO %q, loaded %q", key, a, b)
+		}
+	}
+	check("w")
+	check("small")
+	size := k.Lookup(0, []byte("w"), 0).Window().f.Size()
+	chunks := int((size + engine.ChunkSize - 1) / engine.ChunkSize)
+
+	// 1,000 more adds: the k youngest slices and the one a shift cleared.
+	add("w", 1_000_000, 1_001_000)
+	n := st.write(t, k.Cut())
+	check("w")
+	in := k.Lookup(0, []byte("w"), 0).Window().f.Info(0)
+	sliceChunks := int(in.SliceBits/8/engine.ChunkSize) + 2
+	if n["w"] == 0 || n["w"] > (in.K+2)*sliceChunks || n["w"] >= chunks/2 {
+		t.Fatalf("1,000 adds wrote %d of the window's %d chunks (k=%d, a slice in %d)", n["w"], chunks, in.K, sliceChunks)
+	}
+	t.Logf("1,000 adds wrote %d of %d chunks", n["w"], chunks)
+
+	// The whole-value form of 55b879a: the metadata holds window.Marshal.
+	v := k.Lookup(0, []byte("small"), 0)
+	old := append(encodeMeta(v)[:10], v.Window().Marshal()...)
+	legacy := New()
+	if err := legacy.LoadValue(0, "small", old, capBytes); err != nil {
+		t.Fatal(err)
+	}
+	legacy.ForgetChanges()
+	legacy.TrackChanges()
+	if Digest(legacy.Lookup(0, []byte("small"), 0)) != Digest(v) {
+		t.Fatal("the whole-value image does not load")
+	}
+	var again store
+	again.write(t, legacy.Cut())
+	if w := again.load(t).Lookup(0, []byte("small"), 0); w == nil || Digest(w) != Digest(v) {
+		t.Fatal("the first cut after loading a whole-value window does not write it whole")
+	}
+	meta := encodeMeta(v)
+	for _, bad := range [][]byte{meta[:len(meta)-1], old[:len(old)-1]} {
+		if err := New().LoadValue(0, "bad", bad, capBytes); err != ErrCorruptImage {
+			t.Errorf("truncated image metadata: %v", err)
+		}
+	}
+	img := st.load(t)
+	if err := img.LoadChunk(0, "small", Chunk{Part: 1, Data: make([]byte, 8)}); err != ErrCorruptImage {
+		t.Errorf("a chunk of a part a window lacks: %v", err)
+	}
+	if err := img.LoadChunk(0, "small", Chunk{Index: 1, Data: make([]byte, 8)}); err != ErrCorruptImage {
+		t.Errorf("a chunk past the window's bits: %v", err)
+	}
+}
+
+// TestWindowSurvivesDumpAndCopy: a window's DUMP payload and a COPY carry
+// its full state (equal digests), and the copy is independent of the
+// original.
+func TestWindowSurvivesDumpAndCopy(t *testing.T) {
 	k := New()
 	k.TrackChanges()
 	apply(t, k, windowCmd(t, command.WReserve, "w", window.Count, 300, 0, 0.01))
 	apply(t, k, &command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: wItems("i", 0, 500), Multi: true, NoCreate: true})
 	v := k.Lookup(0, []byte("w"), 0)
 	want := Digest(v)
-
-	k2 := New()
-	if err := k2.LoadValue(0, "w", encodeMeta(v), capBytes); err != nil {
-		t.Fatal(err)
-	}
-	if got := Digest(k2.Lookup(0, []byte("w"), 0)); got != want {
-		t.Errorf("image round trip: digest %s, want %s", got, want)
-	}
-	meta := encodeMeta(v)
-	if err := k2.LoadValue(0, "bad", meta[:len(meta)-1], capBytes); err != ErrCorruptImage {
-		t.Errorf("truncated image metadata: %v", err)
-	}
 
 	apply(t, k, &command.Cmd{Op: command.Restore, Key: []byte("r"), Data: EncodeDump(v)})
 	if got := Digest(k.Lookup(0, []byte("r"), 0)); got != want {

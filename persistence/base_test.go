@@ -24,6 +24,8 @@ func largeKeyspace() *keyspace.Keyspace {
 	for _, key := range []string{"small1", "small2"} {
 		bfAdd(k, key, "x", 100)
 	}
+	k.Apply(windowReserve("win", 1_000_000)) // 2.4 MB: the base takes it
+	wAdd(k, "win", "w", 300_000)
 	return k
 }
 
@@ -102,9 +104,11 @@ func TestBase(t *testing.T) {
 				t.Fatalf("loaded %d bytes from a base of %d", got, n)
 			}
 
-			// Changed since: "big" written, "cf" replaced by a smaller one,
-			// "scaled" deleted: each loads from Pebble, "keep" from the base.
+			// Changed since: "big" and the window "win" written, "cf"
+			// replaced by a smaller one, "scaled" deleted: each loads from
+			// Pebble, "keep" from the base.
 			bfAdd(k, "big", "more", 1000)
+			wAdd(k, "win", "more", 1000)
 			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("cf")}})
 			k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 1 << 20, BucketSize: 4, MaxIterations: 20, Expansion: 1, MaxBytes: 1 << 30})
 			k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("d", 100), Multi: true, Capacity: 1 << 20, BucketSize: 4, MaxIterations: 20, Expansion: 1, MaxExpansions: 64, MaxBytes: 1 << 30})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
+	"github.com/bfserver/bfserver/sketch/window"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
@@ -24,8 +25,27 @@ func cutFixture(k *keyspace.Keyspace) {
 	k.Apply(&command.Cmd{Op: command.CFReserve, Key: []byte("cf"), Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
 	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("c", 2000), Multi: true, Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
 	k.Apply(&command.Cmd{Op: command.Set, Key: []byte("str"), Data: []byte("v1")})
-	if k.Lookup(0, []byte("cf"), 0) == nil || k.Lookup(0, []byte("big"), 0) == nil {
+	k.Apply(windowReserve("win", 400_000)) // about 1 MiB: held
+	k.Apply(windowReserve("ws", 100))
+	wAdd(k, "win", "a", 20000)
+	if k.Lookup(0, []byte("cf"), 0) == nil || k.Lookup(0, []byte("big"), 0) == nil || k.Lookup(0, []byte("win"), 0) == nil {
 		panic("the fixture's filters were not created")
+	}
+}
+
+// windowReserve is BFX.WRESERVE key 0.01 COUNT n as the proposer sends it.
+func windowReserve(key string, n int64) *command.Cmd {
+	s, err := window.Size(0.01, uint64(n))
+	if err != nil {
+		panic(err)
+	}
+	return &command.Cmd{Op: command.WReserve, Key: []byte(key), ErrorRate: 0.01, Field: uint8(window.Count), Iter: n, Data: command.EncodeShape(s), MaxBytes: 1 << 30}
+}
+
+// wAdd is BFX.WMADD of n items.
+func wAdd(k *keyspace.Keyspace, key, prefix string, n int) {
+	if r := k.Apply(&command.Cmd{Op: command.WAdd, Key: []byte(key), Items: items(prefix, n), Multi: true, NoCreate: true}); r.Err != nil {
+		panic(r.Err)
 	}
 }
 
@@ -35,6 +55,8 @@ func cutFixture(k *keyspace.Keyspace) {
 func during(k *keyspace.Keyspace, round int) {
 	r := strconv.Itoa(round)
 	bfAdd(k, "big", "d"+r+"-", 5000)
+	wAdd(k, "win", "d"+r+"-", 5000) // shifts too: a generation is about 6,500
+	wAdd(k, "ws", "d"+r+"-", 10)
 	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("cf"), Items: items("e"+r+"-", 500), Multi: true, Capacity: 1 << 20, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30})
 	for _, it := range items("c", 100) {
 		if r := k.Apply(&command.Cmd{Op: command.CFDel, Key: []byte("cf"), Items: [][]byte{it}}); r.Err != nil {

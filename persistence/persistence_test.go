@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -40,12 +41,18 @@ func items(prefix string, n int) [][]byte {
 	return out
 }
 
-// digests maps every key of db 0 to its state digest.
+// digests maps every key to its state digest; a window's adds its
+// BFX.WINFO (its fills are counted, not in the digest).
 func digests(k *keyspace.Keyspace) map[string]string {
 	out := map[string]string{}
 	for db := uint8(0); db < keyspace.NumDBs; db++ {
 		k.Range(db, func(key string, v *keyspace.Value) bool {
-			out[strconv.Itoa(int(db))+"/"+key] = keyspace.Digest(v)
+			d := keyspace.Digest(v)
+			if v.Kind == keyspace.KindWindow {
+				r := k.Read(&command.Cmd{Op: command.WInfo, DB: db, Key: []byte(key)})
+				d += fmt.Sprintf(" %q", r.List)
+			}
+			out[strconv.Itoa(int(db))+"/"+key] = d
 			return true
 		})
 	}
@@ -109,4 +116,13 @@ func TestIncrementalImage(t *testing.T) {
 	step(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c")}})
 	step(cf("c", items("y", 10)))
 	step(&command.Cmd{Op: command.FlushDB, DB: 3})
+	// A window: created, a few adds (some chunks), many (shifts, every
+	// chunk), renamed, replaced.
+	step(windowReserve("w", 300_000))
+	for _, n := range []int{10, 300_000, 1000} {
+		c := &command.Cmd{Op: command.WAdd, Key: []byte("w"), Items: items("w"+strconv.Itoa(n), n), Multi: true, NoCreate: true}
+		step(c)
+	}
+	step(&command.Cmd{Op: command.Rename, Key: []byte("w"), Dst: []byte("w2")})
+	step(windowReserve("w", 100))
 }

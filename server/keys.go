@@ -200,10 +200,14 @@ func parseKeysPattern(s *session, args [][]byte) (command.Cmd, string) {
 	return command.Cmd{Op: command.Keys, Data: args[1]}, ""
 }
 
+// knownTypes are the type names SCAN TYPE takes (lower case): Redis's,
+// the module types of RedisBloom, and bfserver's own window type.
 var knownTypes = map[string]bool{"string": true, "list": true, "set": true, "zset": true, "hash": true,
 	"stream": true, "mbbloom--": true, "mbbloomcf": true,
 	// RedisBloom's sketches: Count-Min Sketch, Top-K, t-digest.
-	"cmsk-type": true, "topk-type": true, "tdis-type": true}
+	"cmsk-type": true, "topk-type": true, "tdis-type": true,
+	// bfserver's own: sliding windows.
+	"bfxwindow": true}
 
 func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 	cur, err := parseUint(args[1])

@@ -7,6 +7,7 @@
 //	go run ./bench/harness peer         # issue #25's cases against RedisBloom itself, durability matched
 //	go run ./bench/harness sketches     # issue #26's CMS.INCRBY, TOPK.ADD and TDIGEST.ADD at P1 and P32 against RedisBloom
 //	go run ./bench/harness logstores    # durable BF.ADD on each Raft log store against RedisBloom, rotating
+//	go run ./bench/harness windows      # issue #27: BFX.W* against BF.* and two rotating RedisBloom filters
 //	go run ./bench/harness throughput   # read/write cases, P1 and P32, 50 clients
 //	go run ./bench/harness durable      # BF.ADD --fsync always vs SADD appendfsync always
 //	go run ./bench/harness cluster      # 3 nodes: linearizable vs stale BF.EXISTS
@@ -49,8 +50,13 @@ var (
 	bfArgs   = flag.String("bfargs", "", "extra bfserver flags, space-separated, after the mode's own (e.g. \"--fsync=no\")")
 	// peer mode
 	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
-	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory)")
+	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory); windows mode: memory runs both in memory")
 	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run")
+	portBase   = flag.Int("port-base", 0, "first port of a range to use for the servers (0: any free port)")
+	nextPort   int
+	// windows mode
+	windowCount = flag.Int("window-count", 1_000_000, "windows mode: the window (inserts), the rotating filters' period and capacity")
+	windowError = flag.Float64("window-error", 0.01, "windows mode: the false-positive target")
 )
 
 func main() {
@@ -85,8 +91,10 @@ func main() {
 		sketches()
 	case "logstores":
 		logStores()
+	case "windows":
+		windows()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|sketches|logstores|throughput|durable|cluster|clusterwrites|memory|startup")
+		fmt.Fprintln(os.Stderr, "usage: harness [flags] peer|sketches|logstores|windows|throughput|durable|cluster|clusterwrites|memory|startup")
 		os.Exit(2)
 	}
 }
@@ -108,7 +116,13 @@ func check(err error) {
 	}
 }
 
+// freePort is a port for a server: the next of -port-base's when set (a
+// range kept for this run on a shared machine), or any free one.
 func freePort() int {
+	if *portBase > 0 {
+		nextPort++
+		return *portBase + nextPort - 1
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
 	defer ln.Close()

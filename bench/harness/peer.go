@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,14 +109,7 @@ func peerCompare(a, b *server, label string, cases []peerCase) {
 				ra, rb = append(ra, y), append(rb, x)
 			}
 		}
-		med := func(rs []peerRun, f func(peerRun) float64) float64 {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			slices.Sort(v)
-			return v[len(v)/2]
-		}
+		med := medianOf[peerRun]
 		rps := func(r peerRun) float64 { return r.rps * float64(c.perReq) }
 		p50 := func(r peerRun) float64 { return r.p50 }
 		p99 := func(r peerRun) float64 { return r.p99 }

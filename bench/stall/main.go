@@ -11,6 +11,7 @@
 //	go run ./bench/stall                       # both scenarios, built ./cmd/bfserver and RedisBloom
 //	go run ./bench/stall -scenario small       # 1,000,000 small filters (BF.ADD tenant:N x)
 //	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
+//	go run ./bench/stall -scenario window -redisbloom ''   # one large sliding window (bfserver only)
 //	go run ./bench/stall -bfserver OLD -redisbloom ''   # another build only
 //
 // The scenarios:
@@ -20,6 +21,12 @@
 //   - large: BF.RESERVE big 0.01 with the capacity of -large-bytes of bits,
 //     BF.MADD of enough random items to change every 64 KiB chunk, then
 //     -rate random adds a second to it: every flush writes all of it.
+//   - window: BFX.WRESERVE win 0.01 COUNT -window-count, filled with that
+//     many items (every slice in use), then -rate adds a second to it. A
+//     flush writes what the adds changed (the k youngest slices, and those
+//     shifts cleared); it also prints the image bytes written per flush
+//     against the window's size. RedisBloom has no window: skip it
+//     (-redisbloom ”).
 package main
 
 import (
@@ -50,6 +57,7 @@ var (
 	basePort   = flag.Int("port", 7480, "first of the ports used (RESP, Raft, RedisBloom)")
 	filters    = flag.Int("filters", 1_000_000, "small: filters created")
 	largeBytes = flag.Uint64("large-bytes", 1<<30, "large: the filter's bit array in bytes")
+	winCount   = flag.Int("window-count", 20_000_000, "window: the count window's N (1%: about 2.45 bytes an item)")
 	rate       = flag.Int("rate", 20000, "steady adds a second after the load")
 	flushEvery = flag.Duration("flush-interval", 5*time.Second, "bfserver --flush-interval")
 	flushes    = flag.Int("flushes", 3, "flushes to see in the steady phase (bfserver; RedisBloom runs as long)")
@@ -225,8 +233,10 @@ func (p *probe) finish() {
 	<-p.done
 }
 
-func (p *probe) quantile(q float64) time.Duration {
-	s := slices.Clone(p.lat)
+func (p *probe) quantile(q float64) time.Duration { return quantile(p.lat, q) }
+
+func quantile(lat []time.Duration, q float64) time.Duration {
+	s := slices.Clone(lat)
 	slices.Sort(s)
 	if len(s) == 0 {
 		return 0
@@ -302,6 +312,10 @@ func steadyLoad(s *server, mk func(i int) []any, stop chan struct{}) *sync.WaitG
 
 type result struct{ steady time.Duration }
 
+// winBytes is the window scenario's MEMORY USAGE, for the bytes written
+// per flush against it.
+var winBytes int64
+
 func run(s *server, sc string, steadyFor time.Duration) result {
 	ctx := context.Background()
 	c := s.client(1)
@@ -333,10 +347,26 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 		})
 		fmt.Printf("   reserved %d MiB (capacity %d) and added %d items in %.1f s (%d errors)\n", *largeBytes>>20, capacity, n, time.Since(began).Seconds(), errs)
 		mk = func(int) []any { return []any{"BF.ADD", "big", "r" + strconv.FormatUint(rand.Uint64(), 36)} }
+	case "window":
+		check(c.Do(ctx, "BFX.WRESERVE", "win", "0.01", "COUNT", *winCount).Err())
+		errs := load(s, *winCount/1000, 2, func(i int) []any {
+			args := []any{"BFX.WMADD", "win"}
+			for j := range 1000 {
+				args = append(args, "m"+strconv.Itoa(i*1000+j))
+			}
+			return args
+		})
+		size, _ := c.Do(ctx, "MEMORY", "USAGE", "win").Int64()
+		winBytes = size
+		fmt.Printf("   reserved a count window of %d (%d MiB) and added %d items in %.1f s (%d errors)\n", *winCount, size>>20, *winCount, time.Since(began).Seconds(), errs)
+		mk = func(int) []any { return []any{"BFX.WADD", "win", "r" + strconv.FormatUint(rand.Uint64(), 36)} }
 	default:
 		check(fmt.Errorf("unknown scenario %q", sc))
 	}
 	loaded := time.Since(began)
+	p.mu.Lock()
+	steadyFrom := len(p.lat)
+	p.mu.Unlock()
 	stop := make(chan struct{})
 	wg := steadyLoad(s, mk, stop)
 	steadyStart := time.Now()
@@ -345,6 +375,11 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 		return n
 	}
 	t0 := tables()
+	written := func() int64 {
+		n, _ := strconv.ParseInt(s.info(c, "image_table_bytes_written"), 10, 64)
+		return n
+	}
+	w0 := written()
 	saved := false
 	for {
 		time.Sleep(100 * time.Millisecond)
@@ -374,8 +409,20 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Printf("   load %.1f s, steady %.1f s at %d adds/s; image tables ingested in the steady phase: %d\n", loaded.Seconds(), steady.Seconds(), *rate, tables()-t0)
+	if n := tables() - t0; n > 0 && s.cmd != nil {
+		per := float64(written()-w0) / float64(n)
+		fmt.Printf("   image bytes written per table: %.1f MiB", per/(1<<20))
+		if winBytes > 0 {
+			fmt.Printf(" (%.3f of the window's %d MiB)", per/float64(winBytes), winBytes>>20)
+		}
+		fmt.Printf("; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits\n",
+			s.info(c, "image_cut_copied_chunks"), s.info(c, "image_cut_copied_peak_bytes"), s.info(c, "image_cut_budget_waits"))
+	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
+	st := p.lat[steadyFrom:]
+	fmt.Printf("   probe in the steady phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
+		len(st), ms(slices.Max(append(st, 0))), ms(quantile(st, 0.999)), ms(quantile(st, 0.99)), ms(quantile(st, 0.5)))
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 	return result{steady: steady}
 }

@@ -8,6 +8,10 @@ import (
 	"hash/crc32"
 	"iter"
 	"math"
+	"math/bits"
+	"unsafe"
+
+	"github.com/bfserver/bfserver/engine"
 )
 
 // Dump format, version 1 (all integers little-endian). A header of
@@ -157,27 +161,98 @@ func LoadHeader(b []byte, maxBytes uint64) (*Filter, error) {
 	if le.Uint64(b[96:]) != s.Bytes() {
 		return nil, corrupt("data size %d, shape says %d", le.Uint64(b[96:]), s.Bytes())
 	}
-	f.bits = make([]uint64, s.Bytes()/8)
+	f.alloc()
 	return f, nil
 }
 
-// readBytes copies the bit array's bytes [off, off+len(dst)).
-func (f *Filter) readBytes(dst []byte, off uint64) {
-	for i := range dst {
+// Size is the bit array's size in bytes, as the image and the dump lay
+// it out.
+func (f *Filter) Size() uint64 { return f.dataBytes() }
+
+// ReadBytes copies the bit array's bytes [off, off+len(dst)) as the dump
+// lays them out (words little-endian). The caller keeps the range within
+// Size. An image write reads a held chunk with it beside the filter's
+// writer (engine.Freeze orders the two).
+func (f *Filter) ReadBytes(dst []byte, off uint64) {
+	for i := 0; i < len(dst); {
 		p := off + uint64(i)
-		dst[i] = byte(f.bits[p>>3] >> (8 * (p & 7)))
+		w := f.bits[p>>3]
+		if p&7 == 0 && len(dst)-i >= 8 {
+			binary.LittleEndian.PutUint64(dst[i:], w)
+			i += 8
+			continue
+		}
+		dst[i] = byte(w >> (8 * (p & 7)))
+		i++
 	}
 }
 
-// writeBytes overwrites the bit array's bytes [off, off+len(src)).
-func (f *Filter) writeBytes(src []byte, off uint64) {
-	for i, v := range src {
+// writeBytes overwrites the bit array's bytes [off, off+len(src)). It
+// keeps the slices' counts up to date when count is set (a command's
+// chunk), and leaves them to Recount otherwise (an image loaded by
+// several workers at once).
+func (f *Filter) writeBytes(src []byte, off uint64, count bool) {
+	W := f.shape.Words
+	for i := 0; i < len(src); {
 		p := off + uint64(i)
-		sh := 8 * (p & 7)
 		w := &f.bits[p>>3]
-		*w = *w&^(0xff<<sh) | uint64(v)<<sh
+		old := *w
+		if p&7 == 0 && len(src)-i >= 8 {
+			*w = binary.LittleEndian.Uint64(src[i:])
+			i += 8
+		} else {
+			sh := 8 * (p & 7)
+			*w = old&^(0xff<<sh) | uint64(src[i])<<sh
+			i++
+		}
+		if count {
+			s := (p >> 3) / W
+			f.ones[s] += uint64(bits.OnesCount64(*w)) - uint64(bits.OnesCount64(old))
+		}
 	}
 }
+
+// LoadBytes fills the bit array at byte offset off from a stored image
+// (a chunk of it, in Size's range: ErrCursor otherwise). The filter must
+// not be visible to anyone else yet; several loaders may fill disjoint
+// word-aligned ranges at once. It records no change, and leaves the
+// slices' counts to Recount, which the loader calls once it is done.
+func (f *Filter) LoadBytes(src []byte, off uint64) error {
+	if off > f.dataBytes() || uint64(len(src)) > f.dataBytes()-off {
+		return ErrCursor
+	}
+	f.writeBytes(src, off, false)
+	return nil
+}
+
+// LoadTarget is the bit array's memory as the image lays it out, for a
+// loader to read a stored copy straight into, or nil on a big-endian
+// host. As LoadBytes, it is for a filter nobody sees yet, and Recount
+// follows.
+func (f *Filter) LoadTarget() []byte {
+	if !littleEndian || len(f.bits) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f.bits[0])), len(f.bits)*8)
+}
+
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+// Recount counts each slice's set bits again, after LoadBytes or
+// LoadTarget filled the array.
+func (f *Filter) Recount() {
+	for p := range f.ones {
+		n := 0
+		for _, w := range f.slice(p) {
+			n += bits.OnesCount64(w)
+		}
+		f.ones[p] = uint64(n)
+	}
+}
+
+// Dirty is the record of the chunks of bits changed since the image last
+// took them (see engine.Dirty). Only the filter's writer marks it.
+func (f *Filter) Dirty() *engine.Dirty { return &f.dirty }
 
 // MaxChunk bounds a ScanDump chunk.
 const MaxChunk = 16 << 20
@@ -199,7 +274,7 @@ func (f *Filter) ScanDump(cursor int64, max int) (next int64, data []byte) {
 	}
 	n := min(uint64(max), total-off)
 	data = make([]byte, n)
-	f.readBytes(data, off)
+	f.ReadBytes(data, off)
 	return cursor + int64(n), data
 }
 
@@ -239,7 +314,8 @@ func (f *Filter) LoadChunk(next int64, data []byte) error {
 	if off+n > f.dataBytes() {
 		return ErrCursor
 	}
-	f.writeBytes(data, off)
+	f.dirty.MarkRange(off, n)
+	f.writeBytes(data, off, true)
 	return nil
 }
 
@@ -301,6 +377,7 @@ func Unmarshal(b []byte, maxBytes uint64) (*Filter, error) {
 	for i := range f.bits {
 		f.bits[i] = binary.LittleEndian.Uint64(b[HeaderSize+8*i:])
 	}
+	f.Recount()
 	return f, nil
 }
 

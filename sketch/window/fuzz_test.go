@@ -3,6 +3,7 @@ package window
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -136,6 +137,9 @@ func FuzzOps(f *testing.F) {
 		g, err := Unmarshal(fl.Marshal(), 0)
 		if err != nil || !Equal(fl, g) {
 			t.Fatalf("state does not survive a dump: %v", err)
+		}
+		if !slices.Equal(fl.ones, g.ones) {
+			t.Fatalf("slice counts %v, recounted %v", fl.ones, g.ones)
 		}
 	})
 }

@@ -300,6 +300,108 @@ func TestTimeWindowFalsePositives(t *testing.T) {
 	}
 }
 
+// TestTimeWindowAtCapacity: the moving clock of timeStream runs at 0.8 of
+// the capacity; here a time window is driven as hard as its sizing allows
+// (KeepTime, each generation taking g−1 inserts: about 97% of the
+// capacity, jittered, with idle gaps) and beyond it (KeepRate at twice
+// the capacity), and probed at 1×, 10× and 100× the window at the end of
+// a generation, where the fills are at their worst: the rate on
+// never-added items stays within the binomial bound of the target and
+// matches Info's estimate; every item of the last T ms is present; an
+// item older than the forgetting margin ((k+l)·d ms) is found no more
+// often than a never-added one.
+func TestTimeWindowAtCapacity(t *testing.T) {
+	const e, T, capacity = 0.01, 60_000, 2000
+	for _, c := range []struct {
+		over Overflow
+		rate float64 // inserts per generation, over g
+	}{{KeepTime, 0}, {KeepRate, 2}} {
+		rng := rand.New(rand.NewPCG(6, uint64(c.over)))
+		start := int64(1_700_000_000_000)
+		f := mustNew(t, Options{ErrorRate: e, Kind: Time, WindowMs: T, Capacity: capacity, Overflow: c.over, Now: start})
+		d, g := f.genMs, int64(f.shape.Gen)
+		// step: at most g−1 inserts in any generation (KeepTime), or twice
+		// the capacity (KeepRate).
+		step := (d + g - 2) / (g - 1)
+		if c.rate > 0 {
+			step = max(1, int64(float64(d)/(c.rate*float64(g))))
+		}
+		type rec struct {
+			id  uint64
+			at  int64
+			gen uint64 // the generation it went into
+		}
+		var log []rec // every add, oldest first
+		clock := start
+		const q = 1_000_000
+		for _, mult := range []int64{1, 10, 100} {
+			for clock < start+mult*T {
+				// now and then idle, but not in the last 2T before a probe
+				if rng.IntN(5*capacity) == 0 && clock < start+(mult-2)*T {
+					clock += rng.Int64N(2 * T)
+				}
+				clock += step
+				if c.over == KeepTime {
+					clock += rng.Int64N(step/16 + 1) // jitter only slows it
+				}
+				id := uint64(len(log))
+				f.Add(key(1, id), clock)
+				log = append(log, rec{id, clock, f.gen})
+			}
+			// the end of the current generation: fills at their worst
+			now := (clock/d+1)*d - 1
+			in := f.Info(now)
+			fp := probeFP(f, rng, q, now)
+			if float64(fp) > binomialUpper(q, e) {
+				t.Errorf("%s at %d×: %d/%d false positives, bound %.0f", c.over, mult, fp, q, binomialUpper(q, e))
+			}
+			mu := q * in.EstimatedFP
+			if math.Abs(float64(fp)-mu) > 5*math.Sqrt(mu)+2 {
+				t.Errorf("%s at %d×: %d false positives, estimate %.1f", c.over, mult, fp, mu)
+			}
+			// No false negative among the items of the last T ms
+			// (KeepTime) or of the last l generations (both; KeepRate
+			// starts them early while it runs over its capacity). Past
+			// k+l generations ((k+l)·d ms for KeepTime) an item is a
+			// stranger.
+			missing, old, oldFound := 0, 0, 0
+			for _, r := range log {
+				age := in.Generation - r.gen
+				switch {
+				case age <= uint64(in.L) || c.over == KeepTime && now-r.at < T:
+					if !f.Exists(key(1, r.id), now) {
+						missing++
+					}
+				case age >= uint64(in.K+in.L):
+					if c.over == KeepTime && now-r.at < int64(in.Forgotten) {
+						t.Fatalf("k+l generations in less than %d ms", in.Forgotten)
+					}
+					old++
+					if f.Exists(key(1, r.id), now) {
+						oldFound++
+					}
+				}
+			}
+			if missing > 0 {
+				t.Errorf("%s at %d×: %d items inside the window missing", c.over, mult, missing)
+			}
+			if old > 0 && float64(oldFound) > binomialUpper(old, e) {
+				t.Errorf("%s at %d×: %d of %d items past the forgetting margin found", c.over, mult, oldFound, old)
+			}
+			t.Logf("%s at %d× (%d inserts, k=%d l=%d, max fill %.3f): measured %.5f, estimated %.5f, bound %.5f; forgotten found %d/%d",
+				c.over, mult, len(log), in.K, in.L, maxOf(in.Fill), float64(fp)/q, in.EstimatedFP, in.MaxFP, oldFound, old)
+		}
+	}
+}
+
+func maxOf(p []float64) float64 {
+	m := 0.0
+	for _, x := range p {
+		m = max(m, x)
+	}
+	return m
+}
+
 // TestKeepRateBoundsOverload: at five times the capacity a KeepRate
 // window keeps its rate (it starts generations early) while a KeepTime
 // one keeps every item and reports the higher rate it reached.
@@ -391,6 +493,12 @@ func TestInfo(t *testing.T) {
 		in.MemoryBytes < uint64(in.K+in.L)*in.SliceBits/8 || in.MaxFP > 0.01 ||
 		in.EstimatedFP <= 0 || in.EstimatedFP > in.MaxFP*1.5 || in.Generation != 2500/in.GenerationSize-boolU(2500%in.GenerationSize == 0) {
 		t.Fatalf("implausible info %+v", in)
+	}
+	// Items: the last l generations, (l−1)·g + the current one's, estimated
+	g := in.GenerationSize
+	want := float64(uint64(in.L-1)*g + in.InsertsInGeneration)
+	if math.Abs(in.Items-want) > 0.05*want {
+		t.Errorf("items estimated %.0f, the window holds %.0f", in.Items, want)
 	}
 	// the youngest slices fill in order; the oldest are about ½
 	for i := 1; i < in.K; i++ {
