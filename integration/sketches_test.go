@@ -373,6 +373,12 @@ func TestMigrateSketches(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("migrate exited %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	if ttl := b.dbClient(0).TTL(ctx(t), "cms:ttl").Val(); ttl <= 0 {
+		t.Errorf("TTL not carried: %v", ttl)
+	}
+	if ttl := b.dbClient(3).TTL(ctx(t), "td:ttl").Val(); ttl <= 0 {
+		t.Errorf("t-digest TTL not carried: %v", ttl)
+	}
 	out := r.outcomes()
 	for db, ks := range keys {
 		for _, k := range ks {
@@ -398,16 +404,10 @@ func TestMigrateSketches(t *testing.T) {
 				if l(a) != l(b) {
 					t.Errorf("db%d %q: INFO, MIN, MAX differ after migrate: %s and %s", db, k, l(a), l(b))
 				}
-			} else if digestOf(t, a.dbClient(db), k) != digestOf(t, b.dbClient(db), k) {
+			} else if digestOf(t, a.dbClient(db), k) != digestOf(t, b.dbClient(db), k) && !sameBesideExpiry(t, a.dbClient(db), b.dbClient(db), k) {
 				t.Errorf("db%d %q: digests differ after migrate", db, k)
 			}
 		}
-	}
-	if ttl := b.dbClient(0).TTL(ctx(t), "cms:ttl").Val(); ttl <= 0 {
-		t.Errorf("TTL not carried: %v", ttl)
-	}
-	if ttl := b.dbClient(3).TTL(ctx(t), "td:ttl").Val(); ttl <= 0 {
-		t.Errorf("t-digest TTL not carried: %v", ttl)
 	}
 	if q := fmt.Sprint(b.dbClient(0).Do(ctx(t), "TDIGEST.QUANTILE", "td:a", "0.1", "0.5", "0.9").Val()); q != fmt.Sprint(ca.Do(ctx(t), "TDIGEST.QUANTILE", "td:a", "0.1", "0.5", "0.9").Val()) {
 		t.Errorf("migrated t-digest's quantiles %s", q)
@@ -462,4 +462,19 @@ func sameDigests(t *testing.T, nodes []*node, keys ...string) {
 		}
 		return first[0] != nil
 	})
+}
+
+// sameBesideExpiry reports whether a key with an expiry holds the same
+// value on both servers: its digest covers the expiry too, which a copy
+// from bfserver (no PEXPIRETIME: PTTL and the clock) carries only to
+// within a round trip. Both copies' expiries are dropped to compare, once
+// the TTLs were checked.
+func sameBesideExpiry(t *testing.T, a, b *redis.Client, key string) bool {
+	t.Helper()
+	if a.PTTL(ctx(t), key).Val() <= 0 || b.PTTL(ctx(t), key).Val() <= 0 {
+		return false
+	}
+	a.Persist(ctx(t), key)
+	b.Persist(ctx(t), key)
+	return digestOf(t, a, key) == digestOf(t, b, key)
 }
