@@ -164,6 +164,9 @@ type sessionAdmin struct {
 	laddr  string
 	killed chan struct{}
 	kill   sync.Once
+	// connMu orders kill (any goroutine) against detach (the session's
+	// own), which swaps its connection from a loop's to a net.Conn.
+	connMu sync.Mutex
 
 	top  *spec     // the command being run (EXEC while its commands run)
 	t0   time.Time // when the command being run started

@@ -131,8 +131,10 @@ func (s *session) publish() {
 func (s *session) kill() {
 	s.adm.kill.Do(func() {
 		close(s.adm.killed)
-		if ev := s.ev; ev != nil {
-			ev.Close()
+		s.adm.connMu.Lock() // the connection may be leaving its loop (detach)
+		defer s.adm.connMu.Unlock()
+		if s.ev != nil {
+			s.ev.Close()
 		} else {
 			s.nc.Close()
 		}

@@ -39,9 +39,17 @@ func (s *Server) adopt(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	s.mu.Lock()
+	if s.closed.Load() {
+		// Close has killed the others already: this one is not served.
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
 	sess := newSession(s, nc)
 	c, err := s.loops.Adopt(nc)
 	if err != nil {
+		s.mu.Unlock()
 		s.opts.Logger.Warn("cannot serve connection from an event loop", "err", err)
 		return
 	}
@@ -50,15 +58,15 @@ func (s *Server) adopt(nc net.Conn) {
 	c.Context = sess
 	s.open.Add(1)
 	s.wg.Add(1)
-	s.mu.Lock()
 	s.clients[sess.id] = sess
 	s.mu.Unlock()
 	s.stats.connections.Add(1)
-	c.Start()
+	c.Start() // a Close meanwhile has posted its close first: the loop drops the start
 }
 
 // ended runs once a session's connection is closed.
 func (s *session) ended() {
+	s.releaseNeed() // a batch a panic cut short counts no more
 	s.finish()
 	srv := s.srv
 	srv.mu.Lock()
@@ -98,8 +106,13 @@ func (s *session) traffic(in []byte, n int) (used int, act evloop.Action) {
 	if park {
 		return pos, evloop.Park
 	}
-	if need := resp.Needed(rest, lim); need > len(rest) {
-		s.ev.Reserve(min(need+64<<10, lim.MaxQueryBuffer))
+	if len(in) == cap(in) {
+		// The buffer is full with a command under way: room for it and
+		// what follows, as session.loop sizes its buffer, at most twice
+		// what arrived (a length claimed is not yet bytes sent).
+		if need := resp.Needed(rest, lim); need > len(rest) {
+			s.ev.Reserve(min(need+64<<10, 2*cap(in), lim.MaxQueryBuffer))
+		}
 	}
 	return pos, evloop.Continue
 }
@@ -121,20 +134,32 @@ func (s *session) parked() {
 			s.internalError(r)
 			if s.ev != nil {
 				c.End()
+				return
 			}
+			// Detached by MONITOR: this goroutine serves it, and ends it.
+			s.nc.Close()
+			s.ended()
 		}
 	}()
 	in := c.Input()
 	pos, _ := s.batch(in, false)
+	select {
+	case <-s.adm.killed:
+		// CLIENT KILL (or the server closing) while it was parked: nothing
+		// more is sent; the loop closes it, closing already asked.
+		if s.ev != nil {
+			c.Resume()
+			return
+		}
+	default:
+	}
 	err := s.sendBatch()
 	if s.ev == nil {
 		// MONITOR took the connection out of the loop: serve it from
 		// here on, from what is left of the input.
-		s.nc.Write(s.detachedOut)
-		s.detachedOut = nil
-		defer s.ended()
 		s.loop(append([]byte(nil), in[pos:]...))
 		s.nc.Close()
+		s.ended()
 		return
 	}
 	c.Consume(pos, s.lostBuf) // commands of an unknown outcome still point into in
@@ -150,10 +175,12 @@ func (s *session) parked() {
 // (MONITOR, whose lines other goroutines write): from then on a goroutine
 // serves it. It runs on the parked goroutine, which owns the connection.
 func (s *session) detach() error {
+	s.adm.connMu.Lock() // against kill, from another goroutine
+	defer s.adm.connMu.Unlock()
 	if s.ev == nil {
 		return nil
 	}
-	nc, _, out, err := s.ev.Detach()
+	nc, _, out, err := s.ev.Detach() // refused once killed
 	if err != nil {
 		return err
 	}
@@ -178,7 +205,7 @@ func (s *session) inlineOK(args [][]byte) bool {
 		return !sp.noMulti // queued, not run (EXEC, WATCH… run)
 	case sp.run != nil || sp.subs != nil:
 		return sp.inline
-	case sp.parse == nil:
+	case sp.parse == nil || sp.lockedRead:
 		return false
 	case sp.af.write || sp.af.mayReplicate:
 		return s.srv.inlineWrites

@@ -207,6 +207,10 @@ func cmdMonitor(s *session, a [][]byte) {
 		s.w.Buf = s.w.Buf[:q] // CLIENT REPLY OFF: the +OK is not sent
 	}
 	o := &monitorOut{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), finished: make(chan struct{})}
+	// Output its event loop held for the socket goes first (detach), then
+	// the replies before the +OK, then the +OK.
+	o.queued = append(o.queued, s.detachedOut...)
+	s.detachedOut = nil
 	o.queued = append(o.queued, s.w.Buf...)
 	s.w.Buf = s.w.Buf[:0]
 	s.adm.quiet = -1

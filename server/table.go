@@ -41,6 +41,11 @@ type spec struct {
 	// inline: a command that does not touch the keyspace (run) and never
 	// waits, so an event loop runs it itself (server/evloop.go).
 	inline bool
+	// lockedRead: a read of a value whose writes hold its lock for a
+	// whole command (sketches, sliding windows: a TDIGEST.ADD of a million
+	// values holds it for tens of milliseconds), so an event loop does
+	// not run it: it would wait for the lock.
+	lockedRead bool
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
@@ -104,6 +109,9 @@ func initSpecs() {
 	for _, sp := range commands {
 		sp.denyOOM = slices.Contains(sp.flags, "denyoom")
 		sp.full = sp.name
+		for _, p := range []string{"cms.", "topk.", "tdigest.", "bfx.w"} {
+			sp.lockedRead = sp.lockedRead || strings.HasPrefix(sp.name, p)
+		}
 		var subs []*cmdinfo.Command
 		for _, sub := range sp.subs {
 			sub.denyOOM = slices.Contains(sub.flags, "denyoom")

@@ -41,6 +41,9 @@ type loop struct {
 	// stopping: Stop was called; the loop ends once its last connection
 	// is closed (a parked one when it is resumed).
 	stopping bool
+	// done (under mu): the loop has ended; its eventfd is closed, and
+	// nothing may be posted to it.
+	done bool
 }
 
 type reqKind uint8
@@ -205,7 +208,9 @@ func (c *Conn) Input() []byte { return c.in }
 // bytes are still referred to).
 func (c *Conn) Consume(n int, fresh bool) {
 	rest := c.in[n:]
-	if fresh {
+	if fresh || cap(c.in) > 1<<20 && len(rest) < len(c.l.rbuf) {
+		// new memory: the old is still referred to, or too large to keep
+		// for what is left (a large command went through)
 		c.in = append([]byte(nil), rest...)
 		return
 	}
@@ -234,6 +239,9 @@ func (c *Conn) Close() {
 // the connection as a net.Conn served by Go's poller, with the input and
 // output the loop held. The loop forgets it without calling Closed.
 func (c *Conn) Detach() (nc net.Conn, in, out []byte, err error) {
+	if c.closing.Load() {
+		return nil, nil, nil, ErrClosed // Close was called: it stays parked, to be closed on Resume
+	}
 	// FileConn duplicates the descriptor it is given; f is closed here,
 	// not later by its finalizer, when the number may be another
 	// connection's. c.fd stays as it is until the loop forgets it.
@@ -273,6 +281,13 @@ func write(fd int, b []byte) (int, error) {
 // post queues a request for the loop and wakes it.
 func (l *loop) post(r request) {
 	l.mu.Lock()
+	if l.done {
+		l.mu.Unlock()
+		if r.kind == reqAdd {
+			unix.Close(r.c.fd) // a connection started after Stop: never served
+		}
+		return
+	}
 	l.reqs = append(l.reqs, r)
 	l.mu.Unlock()
 	if !l.woken.Swap(true) {
@@ -288,6 +303,9 @@ func (l *loop) post(r request) {
 
 func (l *loop) run() {
 	defer func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
 		unix.Close(l.epfd)
 		unix.Close(l.efd)
 	}()
@@ -342,6 +360,9 @@ func (l *loop) handle(r request) bool {
 	c := r.c
 	switch r.kind {
 	case reqAdd:
+		if c.closed {
+			return false // closed before it was started (Close, then Start)
+		}
 		l.conns[c.fd] = c
 		if c.closing.Load() || l.stopping {
 			l.close(c)
@@ -545,5 +566,11 @@ func (l *loop) close(c *Conn) {
 	l.g.h.Closed(c)
 }
 
-// ErrNotSocket: Adopt was given a connection without a descriptor.
-var ErrNotSocket = errors.New("evloop: not a socket connection")
+var (
+	// ErrNotSocket: Adopt was given a connection without a descriptor.
+	ErrNotSocket = errors.New("evloop: not a socket connection")
+	// ErrClosed: the connection was closed.
+	ErrClosed = errors.New("evloop: connection closed")
+	// ErrStopped: the group was stopped.
+	ErrStopped = errors.New("evloop: stopped")
+)

@@ -10,7 +10,11 @@ import (
 // Supported reports whether this platform has the event loop.
 const Supported = false
 
-var errUnsupported = errors.New("evloop: not supported on this platform")
+var (
+	errUnsupported = errors.New("evloop: not supported on this platform")
+	// ErrClosed: the connection was closed.
+	ErrClosed = errors.New("evloop: connection closed")
+)
 
 // Group is not available off Linux.
 type Group struct{}

@@ -374,3 +374,74 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// TestCloseBeforeStart: a connection closed between Adopt and Start (a
+// CLIENT KILL or Close landing just after the server registered it) is
+// closed once, never served, and does not keep Stop waiting.
+func TestCloseBeforeStart(t *testing.T) {
+	h := &lines{}
+	g, err := Start(h, Options{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Adopt(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c.Start()
+	waitFor(t, func() bool { return h.closed.Load() == 1 })
+	client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := client.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read on a connection closed before it started: %v", err)
+	}
+	stopped := make(chan struct{})
+	go func() { g.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop still waits for a connection closed before it started")
+	}
+	if h.closed.Load() != 1 {
+		t.Fatalf("Closed called %d times", h.closed.Load())
+	}
+}
+
+// TestConsumeShrinks: once a large command is consumed, what is left of
+// a parked connection's input moves to a buffer its size, so an idle
+// connection does not keep the command's memory.
+func TestConsumeShrinks(t *testing.T) {
+	l := &loop{rbuf: make([]byte, 64<<10)}
+	c := &Conn{l: l, in: make([]byte, 32<<20)}
+	c.Consume(32<<20-10, false)
+	if len(c.in) != 10 || cap(c.in) > 1<<20 {
+		t.Fatalf("after consuming a 32 MiB command: len %d cap %d", len(c.in), cap(c.in))
+	}
+	c.in = append(make([]byte, 0, 4<<10), "abcdef"...)
+	c.Consume(2, false)
+	if string(c.in) != "cdef" {
+		t.Fatalf("small input consumed: %q", c.in)
+	}
+}
+
+// TestDetachClosed: a connection closed while parked is not detached: it
+// stays parked, to be closed when it is resumed.
+func TestDetachClosed(t *testing.T) {
+	l := &loop{rbuf: make([]byte, 64)}
+	c := &Conn{l: l, fd: -1}
+	c.closing.Store(true)
+	if _, _, _, err := c.Detach(); err != ErrClosed {
+		t.Fatalf("Detach of a closed connection: %v", err)
+	}
+}
