@@ -396,6 +396,22 @@ func TestWALTail(t *testing.T) {
 		os.WriteFile(path, b, 0o644)
 		refused(t, dir, 9)
 	})
+	t.Run("last batch damaged, syncs deferred", func(t *testing.T) {
+		// --fsync everysec or no: a power cut may damage any unsynced
+		// batch, which the policy lets go; the tail is zeroed from the
+		// damage and the log opens with the entries before it.
+		dir, all := write(t)
+		path, b := tailFile(t, dir)
+		i := bytes.LastIndex(b, []byte("entry-8-"))
+		b[i+100] ^= 1
+		os.WriteFile(path, b, 0o644)
+		s, err := openWAL(dir, false, slog.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameLog(t, s, all[:6])
+		appendsGoOn(t, s, dir, all[:6], testEntries(7, 50))
+	})
 	t.Run("append cut short", func(t *testing.T) {
 		dir, all := write(t)
 		path, b := tailFile(t, dir)

@@ -112,7 +112,7 @@ func openWAL(dir string, sync bool, logger *slog.Logger) (*walStore, error) {
 	}
 	// Before raft-wal reads the tail: what it would drop, or take for
 	// sealed for good.
-	if err := checkWALTail(dir); err != nil {
+	if err := checkWALTail(dir, sync, logger); err != nil {
 		return fail(err)
 	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: slogWriter{logger}})
@@ -177,6 +177,10 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 		}
 		logs[i] = stub
 	}
+	// All or nothing, as raft-boltdb's one transaction: a piece that
+	// fails after others were stored takes them back out, or Raft's next
+	// append (at the index it believes next) would be refused for good.
+	var stored []*raft.Log
 	for len(logs) > 0 {
 		n, bytes := 1, len(logs[0].Data)
 		for n < len(logs) && bytes+len(logs[n].Data) <= asideBytes {
@@ -184,8 +188,15 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 			n++
 		}
 		if err := s.WAL.StoreLogs(logs[:n]); err != nil {
+			if len(stored) > 0 {
+				if derr := s.WAL.DeleteRange(stored[0].Index, stored[len(stored)-1].Index); derr != nil {
+					return fmt.Errorf("%w (and the entries %d to %d stored before it could not be taken back: %v)",
+						err, stored[0].Index, stored[len(stored)-1].Index, derr)
+				}
+			}
 			return err
 		}
+		stored = append(stored, logs[:n]...)
 		logs = logs[n:]
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,7 +57,13 @@ const (
 // list still calls it open, a crash having come between that append and
 // the rotation's commit, would refuse every append after it in raft-wal
 // (ErrSealed, at every start): the rotation is completed here instead.
-func checkWALTail(dir string) error {
+//
+// With syncs deferred (sync false: --fsync everysec or no), a power cut
+// may leave any unsynced batch damaged, and those batches may be lost by
+// the policy's own terms: the damaged tail is then zeroed, with a
+// warning, where --fsync always refuses to start (every batch there was
+// synced before it was acknowledged, so damage is not a cut write).
+func checkWALTail(dir string, sync bool, logger *slog.Logger) error {
 	if !exists(filepath.Join(dir, metadb.FileName)) {
 		return nil // a new log
 	}
@@ -87,7 +94,12 @@ func checkWALTail(dir string) error {
 		return fmt.Errorf("raft log segment %s: %w", path, err)
 	}
 	if t.problem != "" {
-		return damagedTail(t, path)
+		if sync {
+			return damagedTail(t, path)
+		}
+		logger.Warn("raft log: a damaged tail, unsynced under the fsync policy, is dropped",
+			"segment", filepath.Base(path), "problem", t.problem, "at", t.at, "first_entry_lost", t.first)
+		return zeroFrom(f, t.end)
 	}
 	if t.dirtyTo > t.end {
 		// An append cut short, never acknowledged: zero it. Unless it
@@ -98,7 +110,7 @@ func checkWALTail(dir string) error {
 		if _, err := f.ReadAt(b, t.end); err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
-		if p := intactCommit(b); p >= 0 {
+		if p := intactCommit(b); p >= 0 && sync {
 			t.problem, t.at = "a frame whose length does not read", t.end+int64(p)
 			return damagedTail(t, path)
 		}
@@ -363,6 +375,22 @@ func intactCommit(b []byte) int {
 func padding(n int) int { return (walFrameHeader - n%walFrameHeader) % walFrameHeader }
 
 // damagedTail is the error a start stops with at a tail it refuses.
+// zeroFrom writes zeros from at to the file's end, synced.
+func zeroFrom(f *os.File, at int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, 1<<20)
+	for ; at < fi.Size(); at += int64(len(zeros)) {
+		n := min(int64(len(zeros)), fi.Size()-at)
+		if _, err := f.WriteAt(zeros[:n], at); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
 func damagedTail(t *tailScan, path string) error {
 	cause := fmt.Errorf("%w: the raft log segment %s holds %s at byte %d, and the entries from there on would be lost on reading it",
 		errDamaged, filepath.Base(path), t.problem, t.at)
