@@ -5,7 +5,7 @@ import "fmt"
 // Error is a keyspace error: what Apply or Read answers a command with, in
 // Result.Err or Result.Tail. Each has a fixed code, so that a node that
 // forwarded a write can decode the leader's results (EncodeResults), and
-// maps to exactly one wire string in the resp package's error table.
+// maps to exactly one wire string in the server package's error table (server/errors.go).
 type Error struct {
 	code uint8
 	text string

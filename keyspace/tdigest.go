@@ -35,7 +35,7 @@ var tdErrors = func() map[tdigest.Error]*Error {
 }()
 
 // TDigestErrors maps each t-digest keyspace error to RedisBloom's reply
-// (the resp package's wire table takes them from here).
+// (the server package's wire table takes them from here).
 func TDigestErrors() map[*Error]string {
 	m := make(map[*Error]string, len(tdErrors))
 	for e, ke := range tdErrors {

@@ -1,4 +1,4 @@
-// Package memstore is an in-memory, non-replicated resp.Backend: writes are
+// Package memstore is an in-memory, non-replicated server.Backend: writes are
 // applied under one lock in arrival order. Unit tests use it, and it is the
 // reference the replicated store must behave like.
 package memstore

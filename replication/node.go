@@ -281,7 +281,7 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Node is one member of the cluster. It implements resp.Backend and
+// Node is one member of the cluster. It implements server.Backend and
 // resp.Cluster.
 type Node struct {
 	opts      Options

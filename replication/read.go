@@ -46,7 +46,7 @@ func (n *Node) ReadNow() (until time.Time, ok bool) {
 	return time.Time{}, n.soleReads()
 }
 
-// Barrier implements resp.Backend: a linearizable read waits until this
+// Barrier implements server.Backend: a linearizable read waits until this
 // node has applied everything committed before it was asked. until is when
 // the lease the read rests on ends, zero when it rests on none (a round
 // confirmed it, or this node is the only voter): a read served under a

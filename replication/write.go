@@ -360,7 +360,7 @@ func (n *Node) patient(ctx context.Context, t *time.Timer, moved func() <-chan s
 // progress is a figure that moves whenever the log does.
 func (n *Node) progress() uint64 { return n.raft.CommitIndex() + n.fsm.applied.Load() }
 
-// Write implements resp.Backend: propose on the leader, or forward to it;
+// Write implements server.Backend: propose on the leader, or forward to it;
 // either way reply only once this node has applied the entry.
 func (n *Node) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
 	if err := n.HaltErr(); err != nil {

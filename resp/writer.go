@@ -129,7 +129,7 @@ func (w *Writer) Verbatim(s string) {
 // Redis 7.2 and later (addReplyDouble's d2string: integers within ±2^62
 // as integers, else fpconv_dtoa's Grisu2 digits, plain or d.ddde±X); a
 // bulk string in RESP2, a double in RESP3. The formatting is
-// tdigest.AppendDouble, the one implementation (TOPK.INFO's decay and
+// redisnum.AppendDouble, the one implementation (TOPK.INFO's decay and
 // every TDIGEST double).
 func (w *Writer) ModuleDouble(d float64) {
 	if w.Proto == 3 {

@@ -3,7 +3,7 @@ package scalable
 import "errors"
 
 // Errors returned by chains, cuckoo sets and their decoders. The wire text
-// for each lives in the resp package's error table.
+// for each lives in the server package's error table (server/errors.go).
 var (
 	// ErrNonScalingFull: a NONSCALING chain reached its capacity.
 	ErrNonScalingFull = errors.New("non scaling filter is full")

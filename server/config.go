@@ -14,7 +14,6 @@ import (
 	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
-	"github.com/bfserver/bfserver/resp"
 )
 
 // ModuleConfig holds RedisBloom's bf-*/cf-* settings: the defaults a node
@@ -129,7 +128,7 @@ func intParam(name string, field func(*ModuleConfig) *int64, lo func(*ModuleConf
 		name: name,
 		get:  func(m *ModuleConfig) string { return strconv.FormatInt(*field(m), 10) },
 		set: func(m *ModuleConfig, v string) string {
-			n, ok := resp.ParseInt([]byte(v))
+			n, ok := redisnum.ParseLL([]byte(v))
 			if !ok {
 				return "Invalid value for `" + name + "`"
 			}

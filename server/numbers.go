@@ -28,7 +28,3 @@ func ParseMemory(v string) (uint64, error) {
 	}
 	return n * mul, nil
 }
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'
-}

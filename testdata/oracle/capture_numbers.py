@@ -47,6 +47,11 @@ def main():
         do('topk.reserve k', 'TOPK.RESERVE', 'tr%d' % i, n)
         do('expire seconds', 'EXPIRE', 'bf1', n)
         do('select db', 'SELECT', n)
+        do('config set module int', 'CONFIG', 'SET', 'bf-initial-size', n)
+        do('config set module int', 'CONFIG', 'SET', 'bf-initial-size', '100')
+    for d in DOUBLES:
+        do('config set module double', 'CONFIG', 'SET', 'bf-error-rate', d)
+        do('config set module double', 'CONFIG', 'SET', 'bf-error-rate', '0.01')
     do('select back', 'SELECT', '0')
     with open(out, 'w') as f:
         for r in recs:
