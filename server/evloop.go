@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"runtime/debug"
+	"time"
 
 	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/resp"
@@ -86,7 +87,11 @@ func (s *session) traffic(in []byte, n int) (used int, act evloop.Action) {
 			used, act = len(in), evloop.Close
 		}
 	}()
-	s.noteRead(n, len(in), cap(in))
+	if n > 0 {
+		s.noteRead(n, len(in), cap(in))
+	} else {
+		s.adm.t0 = time.Now() // input its parked goroutine left: no read
+	}
 	pos, park := s.batch(in, true)
 	if s.lostBuf {
 		s.ev.KeepInput() // commands of an unknown outcome still point into in

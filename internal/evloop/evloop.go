@@ -26,7 +26,8 @@ package evloop
 // Handler is what a Group serves connections for.
 type Handler interface {
 	// Traffic runs on the loop with the connection's unconsumed input:
-	// what was left from before followed by the n bytes just read. It
+	// what was left from before followed by the n bytes just read (n is
+	// 0 when a resumed connection's owner left input unconsumed). It
 	// returns how much of it was consumed (the rest is kept, owned by the
 	// connection) and what to do next. in is valid only during the call.
 	Traffic(c *Conn, in []byte, n int) (used int, act Action)

@@ -81,9 +81,12 @@ type Conn struct {
 	// as it owns it.
 	closing atomic.Bool
 
+	// parked: the connection belongs to whoever it was parked with; the
+	// loop ignores its readiness (edge-triggered: the edges it misses are
+	// made up for on Resume). Set by the loop, cleared by the owner.
+	parked atomic.Bool
+
 	// loop-only state
-	parked     bool
-	registered uint32 // the epoll events asked for, 0: none
 	closed     bool
 	endOnDrain bool // close once out is written (Action Close with output pending)
 }
@@ -217,8 +220,36 @@ func (c *Conn) Consume(n int, fresh bool) {
 	c.in = c.in[:copy(c.in, rest)]
 }
 
-// Resume gives a parked connection back to its loop.
-func (c *Conn) Resume() { c.l.post(request{kind: reqResume, c: c}) }
+// Resume gives a parked connection back to its loop. The connection
+// stays registered (edge-triggered) while parked, so the loop hears of
+// input that arrives from now on by itself; only what the loop must do
+// at once (output the socket did not take, a close asked for, input that
+// arrived while it was parked, whose edge the loop let pass) goes to it
+// as a request.
+func (c *Conn) Resume() {
+	out := len(c.out) > 0 || len(c.in) > 0 // output to write, or input left to run
+	c.parked.Store(false)                  // the loop owns it from here: no more of c's buffers
+	// closing is read after the store: a Close the loop ignored while the
+	// connection was parked is seen here, and one after it finds it not
+	// parked.
+	if out || c.closing.Load() || pending(c.fd) {
+		c.l.post(request{kind: reqResume, c: c})
+	}
+}
+
+// pending reports whether the socket has input to read (a peek, which
+// takes nothing). A descriptor the loop closed meanwhile, or one reused
+// by then, asks at worst for a resume the loop finds nothing to do for.
+func pending(fd int) bool {
+	var b [1]byte
+	for {
+		n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0 || err != nil && err != unix.EAGAIN // input, or an end to see
+	}
+}
 
 // End gives a parked connection back to its loop to be closed once its
 // output is written.
@@ -344,7 +375,7 @@ func (l *loop) run() {
 				continue
 			}
 			c := l.conns[fd]
-			if c == nil || c.parked || c.closed {
+			if c == nil || c.closed || c.parked.Load() {
 				continue
 			}
 			l.event(c, ev.Events)
@@ -368,30 +399,54 @@ func (l *loop) handle(r request) bool {
 			l.close(c)
 			return false
 		}
-		l.arm(c)
+		// Edge-triggered, for the connection's life: the loop is told
+		// when input arrives or the socket takes output again, and reads
+		// and writes until it would wait. An input already there is
+		// reported at once.
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{
+			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(c.fd)}); err != nil {
+			l.close(c)
+		}
 	case reqResume:
-		c.parked = false
+		if c.closed || c.parked.Load() {
+			return false // closed meanwhile, or parked again already
+		}
 		if c.closing.Load() {
 			l.close(c)
 			return false
 		}
-		l.arm(c)
+		if len(c.in) > 0 && len(c.out) == 0 {
+			// Input the owner left: the handler sees it again before
+			// anything new is read (n = 0: nothing just read).
+			l.deliver(c, c.in, 0, false)
+		}
+		if !c.closed && !c.parked.Load() {
+			l.serve(c)
+		}
 	case reqClose:
-		if !c.parked {
+		if !c.parked.Load() {
 			l.close(c)
 		}
 	case reqEnd:
-		c.parked = false
-		l.after(c, Close)
+		c.parked.Store(false)
+		if len(c.out) == 0 {
+			l.close(c)
+			return false
+		}
+		c.endOnDrain = true
+		l.serve(c)
 	case reqForget:
 		delete(l.conns, c.fd)
-		unix.Close(c.fd) // Detach's net.Conn has a duplicate
+		// Detach's net.Conn duplicates the descriptor: the open file
+		// stays in the epoll set until taken out.
+		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+		unix.Close(c.fd)
 		c.closed = true
 	case reqStop:
 		l.stopping = true
 		for _, c := range l.conns {
 			c.closing.Store(true)
-			if !c.parked {
+			if !c.parked.Load() {
 				l.close(c)
 			}
 		}
@@ -399,12 +454,21 @@ func (l *loop) handle(r request) bool {
 	return l.stopping && len(l.conns) == 0
 }
 
-// event serves readiness of a connection the loop holds.
+// event serves readiness of a connection the loop holds. An edge says
+// something changed; what the connection can do now, serve works out.
 func (l *loop) event(c *Conn, ev uint32) {
+	if ev&^unix.EPOLLOUT == 0 && len(c.out) == 0 {
+		return // room in the socket, and nothing to write
+	}
+	l.serve(c)
+}
+
+// serve writes what output waits, then reads and runs input, until the
+// socket would block either way, the handler parks or closes the
+// connection, or its replies wait for the socket. Each of those ends
+// with a later edge, or with Resume, to go on from.
+func (l *loop) serve(c *Conn) {
 	if len(c.out) > 0 {
-		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
-			return
-		}
 		n, err := write(c.fd, c.out)
 		if err != nil {
 			l.close(c)
@@ -412,7 +476,7 @@ func (l *loop) event(c *Conn, ev uint32) {
 		}
 		c.out = c.out[:copy(c.out, c.out[n:])]
 		if len(c.out) > 0 {
-			return
+			return // the socket is full: its next edge says when it is not
 		}
 		if cap(c.out) > 1<<20 {
 			c.out = nil
@@ -421,17 +485,21 @@ func (l *loop) event(c *Conn, ev uint32) {
 			l.close(c)
 			return
 		}
-		l.arm(c)
-		return // reading resumes at the next round
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) == 0 {
+	if c.endOnDrain {
 		return
 	}
-	l.read(c)
+	for !c.closed && !c.parked.Load() && len(c.out) == 0 && !c.endOnDrain {
+		if !l.read(c) {
+			return
+		}
+	}
 }
 
-// read reads what is ready and gives it to the handler with what was left.
-func (l *loop) read(c *Conn) {
+// read reads what is ready once and gives it to the handler with what was
+// left; it reports whether there may be more to read (the read filled
+// its buffer).
+func (l *loop) read(c *Conn) bool {
 	buf, shared := l.rbuf, true
 	if len(c.in) > 0 || c.want > 0 {
 		need := max(len(c.in)+len(l.rbuf), c.want)
@@ -456,11 +524,12 @@ func (l *loop) read(c *Conn) {
 	}
 	if n <= 0 {
 		if err == unix.EAGAIN {
-			return
+			return false
 		}
 		l.close(c) // end of stream, or a reset
-		return
+		return false
 	}
+
 	var data []byte
 	if shared {
 		data = l.rbuf[:n]
@@ -468,6 +537,13 @@ func (l *loop) read(c *Conn) {
 		c.in = c.in[:len(c.in)+n]
 		data = c.in
 	}
+	l.deliver(c, data, n, shared)
+	return n == len(buf)
+}
+
+// deliver gives the handler data (in the loop's shared buffer when
+// shared, else c.in), n of it just read, and keeps what it leaves.
+func (l *loop) deliver(c *Conn, data []byte, n int, shared bool) {
 	used, act := l.traffic(c, data, n)
 	if c.closed {
 		return
@@ -511,47 +587,11 @@ func (l *loop) after(c *Conn, act Action) {
 			l.close(c)
 			return
 		}
-		c.endOnDrain = true
-		l.arm(c)
+		c.endOnDrain = true // the socket's next edge writes the rest, then closes
 	case Park:
-		l.setEvents(c, 0)
-		c.parked = true
+		c.parked.Store(true)
 		l.g.h.Parked(c)
-	default:
-		l.arm(c)
 	}
-}
-
-// arm asks for what the connection waits on: the socket taking its
-// output, or input.
-func (l *loop) arm(c *Conn) {
-	if len(c.out) > 0 {
-		l.setEvents(c, unix.EPOLLOUT)
-	} else {
-		l.setEvents(c, unix.EPOLLIN|unix.EPOLLRDHUP)
-	}
-}
-
-func (l *loop) setEvents(c *Conn, ev uint32) {
-	if ev == c.registered {
-		return
-	}
-	var err error
-	switch {
-	case ev == 0:
-		// Not registered at all: a hung-up connection would be reported
-		// again and again even with no events asked for.
-		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
-	case c.registered == 0:
-		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)})
-	default:
-		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)})
-	}
-	if err != nil && ev != 0 {
-		l.close(c)
-		return
-	}
-	c.registered = ev
 }
 
 func (l *loop) close(c *Conn) {

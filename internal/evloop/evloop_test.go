@@ -445,3 +445,27 @@ func TestDetachClosed(t *testing.T) {
 		t.Fatalf("Detach of a closed connection: %v", err)
 	}
 }
+
+// TestParkStress: many connections parking and resuming while their
+// next input is already on its way (some of it arriving while they are
+// parked, some split across writes): every line is answered, in order,
+// and none stalls (edges missed while parked are made up for on Resume).
+func TestParkStress(t *testing.T) {
+	_, addr := start(t, &lines{}, Options{Loops: 2, ReadSize: 256})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, addr)
+			for j := range 300 {
+				msg := fmt.Sprintf("a%d-%d\npark\nb%d\n", i, j, j)
+				cut := j % len(msg)
+				c.send(t, msg[:cut])
+				c.send(t, msg[cut:])
+				c.expect(t, fmt.Sprintf("a%d-%d", i, j), "parked", fmt.Sprintf("b%d", j))
+			}
+		}()
+	}
+	wg.Wait()
+}
