@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,10 +32,15 @@ const maxNodeID = 1024
 // caller left it to its default, and refuses one given that differs.
 func adoptNodeID(o *Options) error {
 	path := filepath.Join(o.DataDir, nodeIDFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // a new directory, or one from a build before the record
 	}
+	if err != nil {
+		return fmt.Errorf("replication: reading %s: %w", path, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxNodeID+2)) // an id, its newline, and one byte to see it is longer
+	f.Close()
 	if err != nil {
 		return fmt.Errorf("replication: reading %s: %w", path, err)
 	}
