@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.Unmarshal, tdigest.ErrTooLarge)
+	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.FromImage, tdigest.ErrTooLarge)
 }
 
 // tdErrorList is every error a TDIGEST command answers besides WRONGTYPE,
@@ -106,11 +106,12 @@ func (k *Keyspace) tdWrite(c *command.Cmd) Result {
 		return Result{Err: tdErr(command.TDArgError(c.Field))}
 	}
 	d := sk.tdigest()
+	chunks := sk.chunks()
 	if c.Op == command.TDReset {
 		sk.mu.Lock()
 		d.Reset()
 		sk.mu.Unlock()
-		k.changed(c.DB, c.Key)
+		k.sketchChanged(c.DB, c.Key, sk, chunks)
 		return Result{}
 	}
 	vals := command.FloatsOf(c.Data)
@@ -120,7 +121,7 @@ func (k *Keyspace) tdWrite(c *command.Cmd) Result {
 	sk.mu.Lock()
 	err = d.AddValues(vals)
 	sk.mu.Unlock()
-	k.changed(c.DB, c.Key)
+	k.sketchChanged(c.DB, c.Key, sk, chunks)
 	if err != nil {
 		return Result{Err: tdErr(err)}
 	}
@@ -190,12 +191,16 @@ func (k *Keyspace) tdMerge(c *command.Cmd) Result {
 	for _, s := range srcs {
 		lock(s)
 	}
+	chunks := make([]uint64, len(srcs))
+	for i, s := range srcs {
+		chunks[i] = s.chunks()
+	}
 	to, err := tdigest.Merge(dd, ds, opts)
 	for _, l := range locked {
 		l.mu.Unlock()
 	}
-	for _, key := range c.Keys {
-		k.changed(c.DB, key)
+	for i, key := range c.Keys {
+		k.sketchChanged(c.DB, key, srcs[i], chunks[i])
 	}
 	if dst != nil {
 		k.changed(c.DB, c.Key)
@@ -255,10 +260,11 @@ func (k *Keyspace) tdQuery(c *command.Cmd, apply bool) Result {
 	if !tdQueryWrites(d, c) {
 		return tdAnswer(d, c)
 	}
+	chunks := sk.chunks()
 	sk.mu.Lock()
 	r := tdAnswer(d, c)
 	sk.mu.Unlock()
-	k.changed(c.DB, c.Key)
+	k.sketchChanged(c.DB, c.Key, sk, chunks)
 	return r
 }
 
@@ -307,10 +313,11 @@ func (k *Keyspace) applyDump(c *command.Cmd) Result {
 	}
 	if v.Kind == KindTDigest && v.Sketch().tdigest().NeedsCompress() {
 		sk := v.Sketch()
+		chunks := sk.chunks()
 		sk.mu.Lock()
 		sk.tdigest().Compress()
 		sk.mu.Unlock()
-		k.changed(c.DB, c.Key)
+		k.sketchChanged(c.DB, c.Key, sk, chunks)
 	}
 	return Result{Bytes: EncodeDump(v)}
 }

@@ -114,5 +114,6 @@ func (d *Digest) setNodes(merged, unmerged int64, maxBytes, avail uint64) error 
 	d.merged, d.unmerged = int32(merged), int32(unmerged)
 	d.mean = make([]float64, n)
 	d.weight = make([]int64, n)
+	d.dirty.Grow(16 * uint64(n))
 	return nil
 }
