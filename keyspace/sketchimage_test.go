@@ -1,8 +1,11 @@
 package keyspace
 
 import (
+	"bytes"
+	"strconv"
 	"testing"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/engine"
 )
 
@@ -24,4 +27,164 @@ func loadImage(t testing.TB, k *Keyspace, key string, v *Value) {
 		}
 	})
 	k.ForgetChanges()
+}
+
+// sketchSame fails unless key holds the same sketch in a and b: equal
+// digests (Marshal, all of the state).
+func sketchSame(t *testing.T, a, b *Keyspace, key string) {
+	t.Helper()
+	va, vb := a.Lookup(0, []byte(key), 0), b.Lookup(0, []byte(key), 0)
+	if va == nil || vb == nil || Digest(va) != Digest(vb) {
+		t.Fatalf("%s: the image does not hold the sketch (present %v, %v)", key, va != nil, vb != nil)
+	}
+}
+
+// wholeMeta is v's metadata as builds before the chunked form stored a
+// sketch: the whole state (Marshal) as its body.
+func wholeMeta(v *Value) []byte {
+	m := encodeMeta(v)
+	return append(m[:len(m)-len(v.Sketch().header())], v.Sketch().Marshal()...)
+}
+
+// TestSketchImage: each sketch goes into the image as its header and the
+// chunks of its array: a new one whole, then only the chunks its changes
+// touched (a few of a large one's, counted in bytes), and loaded back it
+// is the same sketch. A t-digest whose nodes shrink (a compress, RESET)
+// is written whole again, without the chunks past its end. A sketch
+// stored whole by an older build loads, and the next cut writes it in
+// chunks.
+func TestSketchImage(t *testing.T) {
+	k := New()
+	k.TrackChanges()
+	// CMS 100,000 x 5 (2 MB, 31 chunks), Top-K of 50,000 x 4 buckets
+	// (1.6 MB, 25 chunks), a t-digest of compression 10,000 holding 50,000
+	// nodes (800 KB, 13 chunks).
+	apply(t, k, cmsInit("c", 100_000, 5))
+	apply(t, k, &command.Cmd{Op: command.TopKReserve, Key: []byte("p"), Iter: 10, Capacity: 50_000, Count: 4, ErrorRate: 0.9, MaxBytes: capBytes})
+	apply(t, k, tdCreate("d", 10_000))
+	for i := 0; i < 50_000; i += 1000 {
+		var kv []any
+		var items []string
+		vals := make([]float64, 1000)
+		for j := range 1000 {
+			kv = append(kv, "i"+strconv.Itoa(i+j), 1+j%3)
+			items = append(items, "i"+strconv.Itoa((i+j)%20_000))
+			vals[j] = float64((i + j) * 7919 % 50_000)
+		}
+		apply(t, k, cmsIncr("c", kv...))
+		apply(t, k, topkAdd("p", items...))
+		apply(t, k, &command.Cmd{Op: command.TDAdd, Key: []byte("d"), Data: command.Floats(vals), MaxBytes: capBytes})
+	}
+	var st store
+	st.write(t, k.Cut())
+	check := func() {
+		t.Helper()
+		img := st.load(t)
+		for _, key := range []string{"c", "p", "d"} {
+			sketchSame(t, k, img, key)
+		}
+		if got, want := img.Bytes(), k.Bytes(); got != want {
+			t.Fatalf("the loaded keyspace counts %d bytes, the live one %d", got, want)
+		}
+	}
+	check()
+	chunksOf := func(key string) int {
+		size, _, _ := k.Lookup(0, []byte(key), 0).Sketch().s.Array()
+		return int((size + engine.ChunkSize - 1) / engine.ChunkSize)
+	}
+	if n := chunksOf("c"); n != 31 || len(st.chunks["c"]) != n {
+		t.Fatalf("the CMS spans %d chunks, the image holds %d", n, len(st.chunks["c"]))
+	}
+
+	// Three items: at most one chunk per row of each sketch; the digest's
+	// ADD appends into its last chunk.
+	apply(t, k, cmsIncr("c", "x", 1, "y", 2, "z", 3))
+	apply(t, k, topkAdd("p", "x", "y", "z"))
+	apply(t, k, tdAdd("d", 1, 2, 3))
+	n := st.write(t, k.Cut())
+	check()
+	for key, most := range map[string]int{"c": 3 * 5, "p": 3 * 4, "d": 2} {
+		if n[key] == 0 || n[key] > most {
+			t.Errorf("%s: three adds wrote %d chunks (%d bytes) of %d", key, n[key], st.written[key], chunksOf(key))
+		}
+		if max := 10 + len(k.Lookup(0, []byte(key), 0).Sketch().header()) + n[key]*engine.ChunkSize; st.written[key] > max {
+			t.Errorf("%s: %d bytes written, more than its header and %d chunks", key, st.written[key], n[key])
+		}
+		t.Logf("%s: three adds wrote %d of %d chunks, %d bytes", key, n[key], chunksOf(key), st.written[key])
+	}
+
+	// A compress shrinks the digest's nodes to its centroids: rewritten
+	// whole, the chunks past the end dropped; then RESET: none.
+	before := chunksOf("d")
+	apply(t, k, tdQuantile("d", 0.5))
+	if chunksOf("d") >= before {
+		t.Fatalf("the compress left %d chunks of %d", chunksOf("d"), before)
+	}
+	st.write(t, k.Cut())
+	check()
+	if len(st.chunks["d"]) != chunksOf("d") {
+		t.Fatalf("the image holds %d chunks of a digest of %d", len(st.chunks["d"]), chunksOf("d"))
+	}
+	apply(t, k, &command.Cmd{Op: command.TDReset, Key: []byte("d")})
+	st.write(t, k.Cut())
+	check()
+	if len(st.chunks["d"]) != 0 {
+		t.Fatalf("the image holds %d chunks of an empty digest", len(st.chunks["d"]))
+	}
+
+	// Stored whole (the form before chunks): loads, and the first cut
+	// writes each in chunks.
+	legacy := New()
+	for _, key := range []string{"c", "p", "d"} {
+		if err := legacy.LoadValue(0, key, wholeMeta(k.Lookup(0, []byte(key), 0)), capBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy.ForgetChanges()
+	legacy.TrackChanges()
+	var again store
+	again.write(t, legacy.Cut())
+	img := again.load(t)
+	for _, key := range []string{"c", "p", "d"} {
+		sketchSame(t, k, legacy, key)
+		sketchSame(t, k, img, key)
+		// The digest's header differs in the room its nodes have: a dump
+		// does not say, and a digest read from one has room for its nodes.
+		want := encodeMeta(k.Lookup(0, []byte(key), 0))
+		if key == "d" {
+			want = encodeMeta(legacy.Lookup(0, []byte(key), 0))
+		}
+		if !bytes.Equal(again.meta[key], want) || len(want) != 10+len(k.Lookup(0, []byte(key), 0).Sketch().header()) {
+			t.Errorf("%s: the first cut after a whole-form load wrote metadata %x", key, again.meta[key])
+		}
+	}
+	if len(again.chunks["c"]) != 31 {
+		t.Errorf("the first cut after a whole-form load wrote %d of the CMS's 31 chunks", len(again.chunks["c"]))
+	}
+
+	// Chunks that do not fit the array are corrupt.
+	for _, c := range []Chunk{
+		{Part: 1, Data: make([]byte, 8)},
+		{Index: 31, Data: make([]byte, 8)},
+		{Index: 30, Data: make([]byte, engine.ChunkSize)}, // past the end of the last, partial chunk
+		{Data: make([]byte, 6)},                           // not whole counters
+	} {
+		if err := img.LoadChunk(0, "c", c); err != ErrCorruptImage {
+			t.Errorf("chunk %d/%d of %d bytes: %v", c.Part, c.Index, len(c.Data), err)
+		}
+	}
+	if err := img.LoadChunk(0, "d", Chunk{Data: make([]byte, 16)}); err != ErrCorruptImage {
+		t.Errorf("a node of an empty digest: %v", err)
+	}
+	for _, key := range []string{"c", "p", "d"} {
+		m := encodeMeta(k.Lookup(0, []byte(key), 0))
+		for _, bad := range [][]byte{m[:len(m)-1], append(m, 0)} {
+			if err := New().LoadValue(0, "bad", bad, capBytes); err != ErrCorruptImage {
+				t.Errorf("%s: metadata of %d bytes, %d expected: %v", key, len(bad), len(m), err)
+			}
+		}
+		if err := New().LoadValue(0, "big", m, 1000); err != ErrTooLarge {
+			t.Errorf("%s: over the cap: %v", key, err)
+		}
+	}
 }

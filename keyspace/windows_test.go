@@ -121,6 +121,9 @@ func TestWindowTimeUsesTheStampedClock(t *testing.T) {
 type store struct {
 	meta   map[string][]byte
 	chunks map[string]map[[2]uint32][]byte
+	// written is the bytes the last write wrote per key: its metadata
+	// and its chunks.
+	written map[string]int
 }
 
 // write writes what a walk of cut writes, and returns the chunks written
@@ -131,6 +134,7 @@ func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 		s.meta, s.chunks = map[string][]byte{}, map[string]map[[2]uint32][]byte{}
 	}
 	n := map[string]int{}
+	s.written = map[string]int{}
 	buf := make([]byte, engine.ChunkSize)
 	err := cut.Walk(func(ck *CutKey) error {
 		if ck.Full || ck.Gone() {
@@ -141,11 +145,13 @@ func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 			return nil
 		}
 		s.meta[ck.Key] = ck.Meta()
+		s.written[ck.Key] += len(ck.Meta())
 		if s.chunks[ck.Key] == nil {
 			s.chunks[ck.Key] = map[[2]uint32][]byte{}
 		}
 		return ck.Chunks(buf, func(c Chunk) error {
 			n[ck.Key]++
+			s.written[ck.Key] += len(c.Data)
 			s.chunks[ck.Key][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
 			return nil
 		})

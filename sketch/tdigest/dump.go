@@ -75,7 +75,9 @@ func Unmarshal(b []byte, maxBytes uint64) (*Digest, error) {
 // parseFields reads the fields of a dump of version v (its magic, fields,
 // nodes for version 1, and CRC) into a digest whose nodes are allocated
 // and zero, refusing more nodes than maxBytes holds; it returns the bytes
-// before the CRC.
+// before the CRC. A header (version 2) carries, after the fields, how
+// many nodes the arrays had room for (Footprint), which the digest gets
+// again: growing from there, it grows as the digest saved would have.
 func parseFields(b []byte, v byte, maxBytes uint64) (*Digest, []byte, error) {
 	if len(b) < DumpHeaderSize+4 || string(b[:4]) != dumpMagic || b[4] != v {
 		return nil, nil, ErrBadFormat
@@ -93,18 +95,20 @@ func parseFields(b []byte, v byte, maxBytes uint64) (*Digest, []byte, error) {
 	}
 	merged, unmerged := i32(33), i32(37)
 	// A dump carries its nodes (and they bound what may be allocated); a
-	// header does not.
-	nodes, avail := uint64(merged+unmerged), uint64(math.MaxUint64)
+	// header does not, but says how many the arrays had room for.
+	nodes, avail, room := uint64(merged+unmerged), uint64(math.MaxUint64), int64(-1)
 	if v == dumpVersion {
 		nodes = uint64(len(body)-DumpHeaderSize) / 16
 		avail = nodes
-	} else if len(body) != DumpHeaderSize {
+	} else if len(body) != headerSize-4 {
 		return nil, nil, ErrBadFormat
+	} else {
+		room = int64(binary.LittleEndian.Uint32(body[DumpHeaderSize:]))
 	}
-	if err := d.setNodes(merged, unmerged, maxBytes, avail); err != nil {
+	if err := d.setNodes(merged, unmerged, room, maxBytes, avail); err != nil {
 		return nil, nil, err
 	}
-	if uint64(merged+unmerged) != nodes || (len(body)-DumpHeaderSize)%16 != 0 {
+	if uint64(merged+unmerged) != nodes || v == dumpVersion && (len(body)-DumpHeaderSize)%16 != 0 {
 		return nil, nil, ErrBadFormat
 	}
 	d.min, d.max = f(13), f(21)

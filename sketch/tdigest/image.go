@@ -9,28 +9,37 @@ import (
 )
 
 // In the image a digest is its header (Header: the dump's fields as
-// version 2, with no nodes, and its CRC) as metadata and its nodes
-// (Array: mean and weight, 8 bytes each, little-endian, as the dump
-// lays them out) in 64 KiB chunks, of which a flush writes those marked
-// changed: an ADD the chunk it appends to, a compress every node. The
-// array's length is the node count at the time, so it shrinks at a
+// version 2, the room its node arrays have, and its CRC) as metadata and
+// its nodes (Array: mean and weight, 8 bytes each, little-endian, as the
+// dump lays them out) in 64 KiB chunks, of which a flush writes those
+// marked changed: an ADD the chunk it appends to, a compress every node.
+// The array's length is the node count at the time, so it shrinks at a
 // compress or RESET (the keyspace then rewrites the key whole, dropping
-// the chunks past the end). Builds before this form stored the whole
-// dump (version 1) as the metadata, and refuse version 2.
+// the chunks past the end). The room is kept because the byte cap is
+// checked against it (FootprintAfterAdd): a node that loaded a digest
+// with less room than its peers' would refuse an ADD they take. Builds
+// before this form stored the whole dump (version 1) as the metadata,
+// and refuse version 2.
 
-// headerVersion is Header's version byte (the dump's is 1).
-const headerVersion = 2
+// headerVersion is Header's version byte (the dump's is 1), and
+// headerSize its length.
+const (
+	headerVersion = 2
+	headerSize    = DumpHeaderSize + 4 + 4
+)
 
 // Header is the digest's image metadata: everything but the nodes.
 func (d *Digest) Header() []byte {
-	b := d.appendFields(make([]byte, 0, DumpHeaderSize+4), headerVersion)
+	b := d.appendFields(make([]byte, 0, headerSize), headerVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(cap(d.mean)))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // FromImage reads a digest's image metadata: a Header, giving a digest
 // of merged+unmerged zero nodes that LoadBytes fills, or (whole) the dump
-// as older builds stored it. Nodes over maxBytes (16 bytes a node) are
-// refused with ErrTooLarge before they are allocated.
+// as older builds stored it. Nodes over maxBytes (16 bytes a node, as
+// many as the arrays have room for) are refused with ErrTooLarge before
+// they are allocated.
 func FromImage(b []byte, maxBytes uint64) (d *Digest, whole bool, err error) {
 	if len(b) > 4 && b[4] == headerVersion {
 		d, _, err = parseFields(b, headerVersion, maxBytes)
