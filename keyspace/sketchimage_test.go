@@ -2,6 +2,9 @@ package keyspace
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -186,5 +189,148 @@ func TestSketchImage(t *testing.T) {
 		if err := New().LoadValue(0, "big", m, 1000); err != ErrTooLarge {
 			t.Errorf("%s: over the cap: %v", key, err)
 		}
+	}
+}
+
+// sketchStep applies step s of a sequence of writes to sketches large
+// enough to be held rather than copied at a cut, in arrays of more than
+// 64 chunks (a Dirty's bitmap) and fewer: CMS increments and a merge into
+// an existing destination; Top-K adds that collide (the decay coin, the
+// heap); a t-digest grown past 64 chunks, compressed by a query (its
+// nodes shrink), RESET, and a small-capacity digest whose ADDs compress
+// inside them (shrink and grow in one entry); a t-digest MERGE (a new
+// value).
+func sketchStep(k *Keyspace, s int) {
+	do := func(c *command.Cmd) {
+		if c.MaxBytes == 0 {
+			c.MaxBytes = capBytes
+		}
+		if r := k.Apply(c); r.Err != nil {
+			panic(fmt.Sprintf("step %d: %v: %v", s, c.Op, r.Err))
+		}
+	}
+	if s == 0 {
+		do(cmsInit("c", 400_000, 5)) // 8 MB, 123 chunks
+		do(cmsInit("c2", 400_000, 5))
+		do(&command.Cmd{Op: command.TopKReserve, Key: []byte("p"), Iter: 50, Capacity: 100_000, Count: 4, ErrorRate: 0.9}) // 49 chunks
+		do(tdCreate("d", 50_000))                                                                                          // up to 300,010 nodes: 74 chunks
+		do(tdCreate("e", 5_000))                                                                                           // 30,010 nodes
+		do(tdCreate("d2", 100))
+	}
+	rng := rand.New(rand.NewPCG(uint64(s), 7))
+	var kv []any
+	var items []string
+	for range 1000 {
+		kv = append(kv, "i"+strconv.Itoa(rng.IntN(1_000_000)), 1+rng.IntN(5))
+		items = append(items, "t"+strconv.Itoa(int(rng.ExpFloat64()*3000)))
+	}
+	do(cmsIncr("c", kv...))
+	do(cmsIncr("c2", kv[:200]...))
+	do(topkAdd("p", items...))
+	vals := make([]float64, 50_000)
+	for i := range vals {
+		vals[i] = rng.NormFloat64() * 1000
+	}
+	do(&command.Cmd{Op: command.TDAdd, Key: []byte("d"), Data: command.Floats(vals)})
+	do(&command.Cmd{Op: command.TDAdd, Key: []byte("e"), Data: command.Floats(vals)})
+	do(&command.Cmd{Op: command.TDAdd, Key: []byte("d2"), Data: command.Floats(vals[:100])})
+	switch s % 4 {
+	case 1:
+		do(&command.Cmd{Op: command.CMSMerge, Key: []byte("c"), Keys: [][]byte{[]byte("c"), []byte("c2")}, Data: command.Int64s([]int64{1, 2}), Iter: -1})
+	case 2:
+		do(&command.Cmd{Op: command.TDMerge, Key: []byte("m"), Keys: [][]byte{[]byte("d2"), []byte("e")}})
+	}
+	// "d" holds 300,000 nodes (74 chunks) after step 5, compresses inside
+	// the ADD of step 6, is compressed by a query at 7 and RESET at 8.
+	switch s {
+	case 7:
+		do(tdQuantile("d", 0.5))
+	case 8:
+		do(&command.Cmd{Op: command.TDReset, Key: []byte("d")})
+	}
+}
+
+// sketchDigests is every key's digest in k.
+func sketchDigests(k *Keyspace) map[string]string {
+	out := map[string]string{}
+	k.Range(0, func(key string, v *Value) bool {
+		out[key] = Digest(v)
+		return true
+	})
+	return out
+}
+
+// TestSketchImageAtCut: an image written by cuts while Apply goes on
+// loads, after every cut, exactly the state at the cut (every key's
+// digest, the keyspace's bytes), though the writes beside each walk
+// change held chunks (copied first), grow and shrink a digest's nodes,
+// and replace keys. Apply runs between the walk's keys, before the walk
+// begins (every key captured by Apply), and in another goroutine beside
+// it with a cut budget of four chunks, so that Apply waits on the walk;
+// the copies then never hold more than the budget and a chunk.
+func TestSketchImageAtCut(t *testing.T) {
+	for _, mode := range []string{"between", "before", "concurrent"} {
+		t.Run(mode, func(t *testing.T) {
+			if raceOn && mode != "concurrent" {
+				t.Skip("single-goroutine: nothing for the race detector")
+			}
+			a, b := New(), New()
+			a.TrackChanges()
+			const budget = 4 * engine.ChunkSize
+			if mode == "concurrent" {
+				a.SetCutBudget(budget)
+			}
+			sketchStep(a, 0)
+			sketchStep(b, 0)
+			var st store
+			rounds := 9
+			if testing.Short() {
+				rounds = 4
+			}
+			for s := 1; s <= rounds; s++ {
+				cut := a.Cut()
+				want, wantBytes := sketchDigests(b), b.Bytes()
+				done := make(chan struct{})
+				switch mode {
+				case "before":
+					sketchStep(a, s)
+					close(done)
+				case "between":
+					stepped := false
+					st.between = func() {
+						if !stepped {
+							stepped = true
+							sketchStep(a, s)
+							close(done)
+						}
+					}
+				case "concurrent":
+					go func() {
+						defer close(done)
+						sketchStep(a, s)
+					}()
+				}
+				st.write(t, cut)
+				<-done
+				if mode == "concurrent" {
+					if _, peak, _ := cut.Copied(); peak > budget+engine.ChunkSize {
+						t.Fatalf("step %d: the copies held %d bytes at once, over the budget of %d and a chunk", s, peak, budget)
+					}
+				}
+				img := st.load(t)
+				if got := sketchDigests(img); !reflect.DeepEqual(got, want) {
+					for key := range want {
+						if got[key] != want[key] {
+							t.Errorf("step %d: %s: the image loads another state than at the cut", s, key)
+						}
+					}
+					t.Fatalf("step %d: the image holds %d keys, the cut %d", s, len(got), len(want))
+				}
+				if got := img.Bytes(); got != wantBytes {
+					t.Fatalf("step %d: the image counts %d bytes, the state at the cut %d", s, got, wantBytes)
+				}
+				sketchStep(b, s)
+			}
+		})
 	}
 }

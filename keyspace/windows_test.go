@@ -124,6 +124,9 @@ type store struct {
 	// written is the bytes the last write wrote per key: its metadata
 	// and its chunks.
 	written map[string]int
+	// between, if set, runs after each key is written: Apply beside the
+	// walk.
+	between func()
 }
 
 // write writes what a walk of cut writes, and returns the chunks written
@@ -149,12 +152,16 @@ func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 		if s.chunks[ck.Key] == nil {
 			s.chunks[ck.Key] = map[[2]uint32][]byte{}
 		}
-		return ck.Chunks(buf, func(c Chunk) error {
+		err := ck.Chunks(buf, func(c Chunk) error {
 			n[ck.Key]++
 			s.written[ck.Key] += len(c.Data)
 			s.chunks[ck.Key][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
 			return nil
 		})
+		if s.between != nil {
+			s.between()
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
