@@ -2,7 +2,9 @@ package keyspace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -333,4 +335,90 @@ func TestSketchImageAtCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzLoadChunks: a sketch's image metadata and any chunks (part, index,
+// bytes) load or are refused, never a panic, within the cap; what loads
+// writes an image that loads back the same state, and the two go on
+// alike through writes (a t-digest's ADD near the byte cap included,
+// which depends on the room its nodes have) and reads.
+func FuzzLoadChunks(f *testing.F) {
+	const maxBytes = 1 << 17
+	k := New()
+	k.Apply(cmsInit("c", 5000, 3)) // 60 KB: one chunk
+	k.Apply(cmsIncr("c", "a", 3, "b", 1))
+	k.Apply(&command.Cmd{Op: command.TopKReserve, Key: []byte("p"), Iter: 3, Capacity: 10_000, Count: 1, ErrorRate: 0.9, MaxBytes: capBytes}) // two chunks
+	k.Apply(topkAdd("p", "a", "b", "a", "c"))
+	k.Apply(tdCreate("d", 1000))
+	k.Apply(tdAdd("d", 4, 2, 9, 2, 7, 1, 5, 5))
+	k.Apply(tdQuantile("d", 0.5))
+	k.Apply(tdAdd("d", 3))
+	for _, key := range []string{"c", "p", "d"} {
+		v := k.Lookup(0, []byte(key), 0)
+		var rec []byte
+		eachPart(v, func(part uint32, size uint64, _ *engine.Dirty, read func([]byte, uint64)) {
+			for off := uint64(0); off < size; off += engine.ChunkSize {
+				buf := make([]byte, min(engine.ChunkSize, size-off))
+				read(buf, off)
+				rec = binary.AppendUvarint(rec, uint64(part))
+				rec = binary.AppendUvarint(rec, off/engine.ChunkSize)
+				rec = binary.AppendUvarint(rec, uint64(len(buf)))
+				rec = append(rec, buf...)
+			}
+		})
+		f.Add(encodeMeta(v), rec)
+		f.Add(encodeMeta(v), []byte{})
+	}
+	f.Fuzz(func(t *testing.T, meta, records []byte) {
+		k := New()
+		if k.LoadValue(0, "x", meta, maxBytes) != nil {
+			return
+		}
+		for len(records) > 0 {
+			var f [3]uint64
+			for i := range f {
+				n := 0
+				if f[i], n = binary.Uvarint(records); n <= 0 {
+					return
+				}
+				records = records[n:]
+			}
+			if f[0] > math.MaxUint32 || f[1] > math.MaxUint32 || f[2] > uint64(len(records)) {
+				return
+			}
+			_ = k.LoadChunk(0, "x", Chunk{Part: uint32(f[0]), Index: uint32(f[1]), Data: records[:f[2]]})
+			records = records[f[2]:]
+		}
+		k.ForgetChanges()
+		v := k.db(0).keys["x"]
+		v.ExpireAt = 0 // for the lookups and writes below
+		if sk := v.Sketch(); sk != nil && sk.Bytes() > maxBytes+4096 {
+			t.Fatalf("loaded %d bytes past the cap", sk.Bytes())
+		}
+		again := New()
+		loadImage(t, again, "x", v)
+		if Digest(again.Lookup(0, []byte("x"), 0)) != Digest(v) || again.Bytes() != k.Bytes() {
+			t.Fatal("what loaded does not load back from its image")
+		}
+		var cmds []*command.Cmd
+		switch v.Kind {
+		case KindCMS:
+			cmds = []*command.Cmd{cmsIncr("x", "a", 1, "z", 7), {Op: command.CMSQuery, Key: []byte("x"), Items: [][]byte{[]byte("a")}}}
+		case KindTopK:
+			cmds = []*command.Cmd{topkAdd("x", "a", "b", "a"), {Op: command.TopKList, Key: []byte("x"), Flag: true}}
+		case KindTDigest:
+			add := tdAdd("x", 1, 2, 3, 4, 5, 6, 7, 8, 9)
+			add.MaxBytes = 4096
+			cmds = append(tdQueries("x"), add)
+		}
+		for _, c := range cmds {
+			ra, rb := k.Apply(c), again.Apply(c)
+			if !reflect.DeepEqual(ra, rb) {
+				t.Fatalf("%v: %+v from the loaded sketch, %+v from its image", c.Op, ra, rb)
+			}
+		}
+		if Digest(again.Lookup(0, []byte("x"), 0)) != Digest(v) {
+			t.Fatal("the loaded sketch and its image went apart")
+		}
+	})
 }
