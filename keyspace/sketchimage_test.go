@@ -7,8 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/engine"
@@ -421,4 +423,80 @@ func FuzzLoadChunks(f *testing.F) {
 			t.Fatal("the loaded sketch and its image went apart")
 		}
 	})
+}
+
+// TestLargeSketchCutCopiesWithinBudget (F11): a cut of a 100 MB CMS costs
+// Apply no copy of the sketch. The first write after the cut captures
+// the key (its 24-byte header; its counters are held, not copied), and
+// the writes beside the walk copy only the held chunks they change,
+// never more at once than the cut's budget and a chunk. Before, the
+// capture Marshal-copied the whole sketch inside Apply.
+func TestLargeSketchCutCopiesWithinBudget(t *testing.T) {
+	if testing.Short() || raceOn {
+		t.Skip("100 MB")
+	}
+	const budget = 8 << 20
+	k := New()
+	k.TrackChanges()
+	k.SetCutBudget(budget)
+	create := cmsInit("c", 5_000_000, 5) // 100 MB, 1,526 chunks
+	create.MaxBytes = 1 << 28
+	if r := k.Apply(create); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	incr := func(from, n int) *command.Cmd {
+		kv := make([]any, 0, 2*n)
+		for i := from; i < from+n; i++ {
+			kv = append(kv, "i"+strconv.Itoa(i), 1)
+		}
+		return cmsIncr("c", kv...)
+	}
+	apply(t, k, incr(0, 20_000)) // every chunk changed
+	var st store
+	st.write(t, k.Cut())
+	apply(t, k, incr(20_000, 20_000))
+
+	cut := k.Cut()
+	first := incr(40_000, 1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r := k.Apply(first) // captures the key
+	capture := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	done := make(chan time.Duration)
+	go func() {
+		var slowest time.Duration
+		for i := range 200 {
+			start := time.Now()
+			k.Apply(incr(50_000+i*100, 100))
+			slowest = max(slowest, time.Since(start))
+		}
+		done <- slowest
+	}()
+	n := st.write(t, cut)
+	slowest := <-done
+	chunks, peak, waits := cut.Copied()
+	start = time.Now()
+	whole := len(k.Lookup(0, []byte("c"), 0).Sketch().Marshal())
+	marshal := time.Since(start)
+	// The capture's allocations are the held chunks its own write
+	// changes (one a row: 5 x 64 KiB), copied first, and a few hundred
+	// bytes.
+	t.Logf("capture: %v, %d bytes allocated (a Marshal, as before: %d bytes, %v); walk wrote %d chunks; "+
+		"beside it %d chunks copied, at most %d bytes at once (budget %d), %d waits; slowest write beside the walk %v",
+		capture, alloc, whole, marshal, n["c"], chunks, peak, budget, waits, slowest)
+	if alloc > 6*engine.ChunkSize {
+		t.Errorf("the capture allocated %d bytes: a copy of the sketch", alloc)
+	}
+	if peak > budget+engine.ChunkSize {
+		t.Errorf("copies held %d bytes at once, over the budget %d and a chunk", peak, budget)
+	}
+	if chunks == 0 {
+		t.Error("nothing was copied: the writes did not run beside the walk")
+	}
 }
