@@ -14,6 +14,8 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/engine"
+	"github.com/bfserver/bfserver/rdb"
+	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
 // loadImage installs v at key in k as a start would from an image holding
@@ -498,5 +500,55 @@ func TestLargeSketchCutCopiesWithinBudget(t *testing.T) {
 	}
 	if chunks == 0 {
 		t.Error("nothing was copied: the writes did not run beside the walk")
+	}
+}
+
+// TestSketchImageFailedMerge: a TDIGEST.MERGE into an existing digest
+// compresses it before it fails (a source's weight overflows): the
+// destination keeps its compressed nodes, fewer chunks than the image
+// holds, and the next cut must drop the chunks past their end, or the
+// image no longer loads.
+func TestSketchImageFailedMerge(t *testing.T) {
+	k := New()
+	k.TrackChanges()
+	apply(t, k, tdCreate("dst", 10_000))
+	vals := make([]float64, 10_000) // 160 KB of unmerged nodes: three chunks
+	for i := range vals {
+		vals[i] = float64(i * 7919 % 10_000)
+	}
+	apply(t, k, &command.Cmd{Op: command.TDAdd, Key: []byte("dst"), Data: command.Floats(vals)})
+	// Two sources whose weights together overflow a long long: RedisBloom
+	// RESTOREs such values.
+	huge := rdb.AppendDouble(nil, 100)
+	huge = rdb.AppendDouble(huge, 1)
+	huge = rdb.AppendDouble(huge, 1)
+	for _, n := range []uint64{610, 1, 0, 1} { // capacity, merged, unmerged, compressions
+		huge = rdb.AppendUInt(huge, n)
+	}
+	huge = rdb.AppendDouble(huge, 0x1.8p62) // merged weight
+	huge = rdb.AppendDouble(huge, 0)
+	huge = rdb.AppendDouble(huge, 1)       // the node's mean
+	huge = rdb.AppendDouble(huge, 0x1.8p62) // and weight
+	d, err := tdigest.FromRDB(rdb.NewReader(huge, 1<<20), capBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := EncodeDump(sketchValue(KindTDigest, d))
+	for _, key := range []string{"h1", "h2"} {
+		apply(t, k, &command.Cmd{Op: command.Restore, Key: []byte(key), Data: payload})
+	}
+	var st store
+	st.write(t, k.Cut())
+	if len(st.chunks["dst"]) != 3 {
+		t.Fatalf("the digest spans %d chunks", len(st.chunks["dst"]))
+	}
+	merge := &command.Cmd{Op: command.TDMerge, Key: []byte("dst"), Keys: [][]byte{[]byte("h1"), []byte("h2")}, MaxBytes: capBytes}
+	if r := k.Apply(merge); r.Err == nil {
+		t.Fatal("the merge did not overflow")
+	}
+	st.write(t, k.Cut())
+	img := st.load(t)
+	for _, key := range []string{"dst", "h1", "h2"} {
+		sketchSame(t, k, img, key)
 	}
 }

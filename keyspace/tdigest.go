@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/sketch/tdigest"
@@ -191,19 +192,23 @@ func (k *Keyspace) tdMerge(c *command.Cmd) Result {
 	for _, s := range srcs {
 		lock(s)
 	}
-	chunks := make([]uint64, len(srcs))
-	for i, s := range srcs {
+	// Each is recorded as sketchChanged records it: a merge that fails
+	// leaves the destination and the sources compressed, their nodes
+	// perhaps shrunk.
+	chunks := make([]uint64, len(locked))
+	for i, s := range locked {
 		chunks[i] = s.chunks()
 	}
 	to, err := tdigest.Merge(dd, ds, opts)
 	for _, l := range locked {
 		l.mu.Unlock()
 	}
-	for i, key := range c.Keys {
-		k.sketchChanged(c.DB, key, srcs[i], chunks[i])
-	}
-	if dst != nil {
-		k.changed(c.DB, c.Key)
+	for i, s := range locked {
+		key := c.Key
+		if s != dst {
+			key = c.Keys[slices.Index(srcs, s)]
+		}
+		k.sketchChanged(c.DB, key, s, chunks[i])
 	}
 	if err != nil {
 		return Result{Err: tdErr(err)}
