@@ -527,7 +527,7 @@ func TestSketchImageFailedMerge(t *testing.T) {
 	}
 	huge = rdb.AppendDouble(huge, 0x1.8p62) // merged weight
 	huge = rdb.AppendDouble(huge, 0)
-	huge = rdb.AppendDouble(huge, 1)       // the node's mean
+	huge = rdb.AppendDouble(huge, 1)        // the node's mean
 	huge = rdb.AppendDouble(huge, 0x1.8p62) // and weight
 	d, err := tdigest.FromRDB(rdb.NewReader(huge, 1<<20), capBytes)
 	if err != nil {
