@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -254,5 +255,50 @@ func TestSingleNodeKillNine(t *testing.T) {
 	}
 	if m := missing(t, c, a.snapshot()); len(m) > 0 {
 		t.Fatalf("%d acknowledged items lost after a clean restart", len(m))
+	}
+}
+
+// TestRestartOnAnotherPort: a single node killed and started again on
+// other RESP and Raft ports, with the same data directory, keeps its
+// member id (the data directory's node-id file), elects itself and takes
+// writes at once, its acknowledged adds present; its configuration then
+// names the new Raft address, so the next start finds it. A --node-id
+// other than the recorded one is refused at start, with the reason.
+func TestRestartOnAnotherPort(t *testing.T) {
+	n := start(t)
+	c := n.client(2)
+	if err := c.Do(ctx(t), "BF.ADD", "f", "before").Err(); err != nil {
+		t.Fatal(err)
+	}
+	firstRaft := n.raftAddr
+	n.kill()
+	for round := range 2 {
+		if round == 0 { // the second round restarts on the same new ports
+			n.addr, n.raftAddr = freeAddr(t), freeAddr(t)
+		}
+		n.launch()
+		c = n.client(2)
+		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		item := fmt.Sprintf("after-%d", round)
+		if err := c.Do(cx, "BF.ADD", "f", item).Err(); err != nil {
+			cancel()
+			t.Fatalf("round %d: a write after the restart on %s: %v", round, n.addr, err)
+		}
+		got, err := c.Do(cx, "BF.MEXISTS", "f", "before", item).Int64Slice()
+		cancel()
+		if err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
+			t.Fatalf("round %d: BF.MEXISTS = %v, %v", round, got, err)
+		}
+		n.stop()
+	}
+	id, err := os.ReadFile(filepath.Join(n.dataDir, "node-id"))
+	if err != nil || strings.TrimSpace(string(id)) != firstRaft {
+		t.Fatalf("node-id file = %q, %v; want the first Raft address %s", id, err, firstRaft)
+	}
+	cx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cx, binary, "--addr", freeAddr(t), "--raft-addr", freeAddr(t), "--data-dir", n.dataDir, "--node-id", "someone-else").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the data directory belongs to another node id") {
+		t.Fatalf("start with another --node-id: %v; output:\n%s", err, out)
 	}
 }

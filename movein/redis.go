@@ -387,7 +387,7 @@ func dumpDigest(ctx context.Context, c *redis.Client, k kind, key string) (diges
 
 // expiry is a key's absolute expiry in Unix milliseconds; 0 means none.
 // PEXPIRETIME (Redis 7 and later) gives it exactly; where the server does
-// not know it (bfserver), PTTL plus the local clock at the reply gives it to
+// not know it (Redis before 7, bfserver before 2026-12), PTTL plus the local clock at the reply gives it to
 // within the round trip.
 func (e *endpoint) expiry(ctx context.Context, db int, key string) (int64, error) {
 	c := e.db(db)

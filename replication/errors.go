@@ -35,6 +35,9 @@ var (
 	// an absolute path elsewhere, a link leading out), or in the data
 	// directory.
 	ErrBackupPath = errors.New("the path must name a file inside the backup directory (--backup-dir)")
+	// ErrNodeID: the node id given is not the one the data directory
+	// records (its node-id file): a data directory belongs to one member.
+	ErrNodeID = errors.New("replication: the data directory belongs to another node id")
 )
 
 // peerErrors numbers the errors that cross the peer protocol, so that each

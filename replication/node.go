@@ -39,7 +39,9 @@ type Joiner interface {
 // Options configure a Node. Zero values take the documented defaults;
 // Validate refuses the rest.
 type Options struct {
-	// NodeID names this member. Default: RaftAddr.
+	// NodeID names this member. Default: the name the data directory
+	// records (its node-id file, written at the first start), else
+	// RaftAddr. Given, it must match the recorded one (ErrNodeID).
 	NodeID string
 	// RaftAddr is the address Raft and the peer protocol listen on.
 	// Required.
@@ -172,6 +174,9 @@ type Options struct {
 	wrapLog func(raft.LogStore) raft.LogStore
 	// ownSecret: Validate made ClusterSecret, and no other node knows it.
 	ownSecret bool
+	// idDefault: NodeID was not given (Validate made it RaftAddr), so the
+	// one the data directory records wins.
+	idDefault bool
 }
 
 // ErrNoPeerAuth: a node that other hosts could reach, or one that joins a
@@ -188,7 +193,7 @@ func (o *Options) Validate() error {
 		return errors.New("replication: Join needs a Joiner")
 	}
 	if o.NodeID == "" {
-		o.NodeID = o.RaftAddr
+		o.NodeID, o.idDefault = o.RaftAddr, true
 	}
 	if o.RaftAdvertise == "" {
 		o.RaftAdvertise = o.RaftAddr
@@ -380,6 +385,9 @@ func Open(opts Options) (*Node, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := adoptNodeID(&opts); err != nil {
+		return nil, err
+	}
 	n := &Node{opts: opts, log: opts.Logger, proposals: make(chan *proposal, 1024), stop: make(chan struct{}),
 		leaderMoved: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -544,6 +552,10 @@ func (n *Node) startRaft() error {
 			return err
 		}
 	}
+	if err := recordNodeID(o.DataDir, o.NodeID); err != nil {
+		n.raft.Shutdown()
+		return err
+	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		n.configured(f.Configuration()) // the voters, before any election
 		if servers := len(f.Configuration().Servers); servers > 1 && o.ownSecret {
@@ -586,6 +598,7 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
+				n.moveOwnAddress()
 				var cmds []*command.Cmd
 				if n.fsm.memberAddr(n.opts.NodeID) != n.opts.RESPAddr {
 					cmds = append(cmds, &command.Cmd{Op: command.SetMember, Key: []byte(n.opts.NodeID), Data: []byte(n.opts.RESPAddr)})

@@ -2,8 +2,12 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -407,5 +411,43 @@ func TestTrailingLogBytes(t *testing.T) {
 	}
 	if k := kept(); k < 50 {
 		t.Fatalf("%d small entries kept after the snapshot, TrailingLogs 10240", k)
+	}
+}
+
+// TestAdoptNodeID: a data directory's recorded id replaces the default,
+// refuses another given one, and a file that holds no id (empty, or longer
+// than any id) is an error, read no further than that.
+func TestAdoptNodeID(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{RaftAddr: "127.0.0.1:1", RESPAddr: "127.0.0.1:2", DataDir: dir}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := adoptNodeID(&o); err != nil || o.NodeID != "127.0.0.1:1" {
+		t.Fatalf("no record: id %q, %v", o.NodeID, err)
+	}
+	if err := recordNodeID(dir, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordNodeID(dir, "n2"); err != nil { // kept: the first record stays
+		t.Fatal(err)
+	}
+	if err := adoptNodeID(&o); err != nil || o.NodeID != "n1" {
+		t.Fatalf("default id: %q, %v; want the record n1", o.NodeID, err)
+	}
+	given := Options{RaftAddr: "127.0.0.1:1", RESPAddr: "127.0.0.1:2", DataDir: dir, NodeID: "n2"}
+	if err := given.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := adoptNodeID(&given); !errors.Is(err, ErrNodeID) {
+		t.Fatalf("another id given: %v, want ErrNodeID", err)
+	}
+	for _, body := range []string{"", "\n", strings.Repeat("x", maxNodeID+1)} {
+		if err := os.WriteFile(filepath.Join(dir, nodeIDFile), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := adoptNodeID(&o); err == nil {
+			t.Fatalf("a record of %d bytes was taken as id %q", len(body), o.NodeID)
+		}
 	}
 }

@@ -69,5 +69,8 @@ func RestoreBackup(dataDir, nodeID, raftAddr, respAddr string, backup io.Reader)
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	return recordNodeID(dataDir, nodeID) // the id the snapshot's configuration names
 }

@@ -45,6 +45,10 @@ func registerKeys() {
 	keyCmd("persist", 2, wrFast, catKeyW, 1, 1, 1, parseKeyOnly(command.Persist), renderInt)
 	keyCmd("ttl", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(false), renderInt)
 	keyCmd("pttl", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(true), renderInt)
+	// EXPIRETIME and PEXPIRETIME are PTTL read at the command's stamped
+	// clock, made absolute again: the same instant on every node.
+	keyCmd("expiretime", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(true), renderExpireTime(1000))
+	keyCmd("pexpiretime", 2, rdFast, catKeyR, 1, 1, 1, parseTTL(true), renderExpireTime(1))
 	keyCmd("keys", 2, rd, []string{"@keyspace", "@read", "@slow", "@dangerous"}, 0, 0, 0, parseKeysPattern, renderList)
 	keyCmd("scan", -2, rd, catKeyRS, 0, 0, 0, parseScan, renderScan)
 	keyCmd("dbsize", 1, rdFast, catKeyR, 0, 0, 0, parseNoKey(command.DBSize), renderInt)
@@ -193,6 +197,19 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (command.Cm
 func parseTTL(ms bool) func(*session, [][]byte) (command.Cmd, string) {
 	return func(s *session, args [][]byte) (command.Cmd, string) {
 		return command.Cmd{Op: command.TTL, Key: args[1], Flag: ms}, ""
+	}
+}
+
+// renderExpireTime answers a key's expiry as a Unix time in units of
+// unit ms, rounded as Redis's expiretimeCommand rounds seconds; -1 for
+// none, -2 for no key.
+func renderExpireTime(unit int64) func(*resp.Writer, *command.Cmd, *keyspace.Result) {
+	return func(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
+		if r.Int < 0 {
+			w.Int(r.Int)
+			return
+		}
+		w.Int((c.Now + r.Int + unit/2) / unit)
 	}
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Capture how RedisBloom 8.8.0 (Redis 8.0-m01) reads numbers in arguments:
+"""Capture how RedisBloom 8.8.0 (Redis 8.0-m01) reads numbers in arguments (and
+writes EXPIRETIME/PEXPIRETIME):
 string2ll and string2d at their edges (overflow, underflow, hexadecimal,
 infinity, spaces, signs, leading zeros, digit separators) through every
 command family that takes one, RESP2. Self-contained but for the raw client
@@ -53,6 +54,19 @@ def main():
         do('config set module double', 'CONFIG', 'SET', 'bf-error-rate', d)
         do('config set module double', 'CONFIG', 'SET', 'bf-error-rate', '0.01')
     do('select back', 'SELECT', '0')
+    do('expiretime', 'EXPIRETIME', 'nokey')
+    do('expiretime', 'PEXPIRETIME', 'nokey')
+    do('expiretime', 'SET', 'et', 'v')
+    do('expiretime', 'EXPIRETIME', 'et')
+    do('expiretime', 'PEXPIRETIME', 'et')
+    do('expiretime', 'PEXPIREAT', 'et', '4000000000999')
+    do('expiretime', 'EXPIRETIME', 'et')
+    do('expiretime', 'PEXPIRETIME', 'et')
+    do('expiretime', 'BF.ADD', 'ebf', 'x')
+    do('expiretime', 'EXPIREAT', 'ebf', '4000000001')
+    do('expiretime', 'EXPIRETIME', 'ebf')
+    do('expiretime', 'PEXPIRETIME', 'ebf')
+    do('expiretime', 'EXPIRETIME', 'ebf', 'extra')
     with open(out, 'w') as f:
         for r in recs:
             f.write(resp.dumps(r) + '\n')
