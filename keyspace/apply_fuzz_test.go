@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
-	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/sketch/window"
 )
 
@@ -223,7 +222,7 @@ func FuzzApply(f *testing.F) {
 		}
 		k := New()
 		k.TrackChanges()
-		var img fuzzImage
+		var img store
 		for i, c := range cmds {
 			c.MaxBytes = min(c.MaxBytes, fuzzCap)
 			if c.Op == command.Restore || c.Op == command.BFLoadChunk || c.Op == command.CFLoadChunk || c.Op == command.BFLoadPart || c.Op == command.CFLoadPart {
@@ -261,56 +260,6 @@ func FuzzApply(f *testing.F) {
 			t.Fatal("the image loads another state")
 		}
 	})
-}
-
-// fuzzImage is an image as persistence keeps it, of every database: the
-// cuts written over it as flushes write them.
-type fuzzImage struct {
-	meta   map[dirtyKey][]byte
-	chunks map[dirtyKey]map[[2]uint32][]byte
-}
-
-func (s *fuzzImage) write(t *testing.T, cut *Cut) {
-	if s.meta == nil {
-		s.meta, s.chunks = map[dirtyKey][]byte{}, map[dirtyKey]map[[2]uint32][]byte{}
-	}
-	buf := make([]byte, engine.ChunkSize)
-	if err := cut.Walk(func(ck *CutKey) error {
-		dk := dirtyKey{ck.DB, ck.Key}
-		if ck.Full || ck.Gone() {
-			delete(s.chunks, dk)
-		}
-		if ck.Gone() {
-			delete(s.meta, dk)
-			return nil
-		}
-		s.meta[dk] = ck.Meta()
-		if s.chunks[dk] == nil {
-			s.chunks[dk] = map[[2]uint32][]byte{}
-		}
-		return ck.Chunks(buf, func(c Chunk) error {
-			s.chunks[dk][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
-			return nil
-		})
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (s *fuzzImage) load(t *testing.T) *Keyspace {
-	k := New()
-	for dk, m := range s.meta {
-		if err := k.LoadValue(dk.db, dk.key, m, 1<<30); err != nil {
-			t.Fatalf("%d/%q: %v", dk.db, dk.key, err)
-		}
-		for pi, data := range s.chunks[dk] {
-			if err := k.LoadChunk(dk.db, dk.key, Chunk{Part: pi[0], Index: pi[1], Data: data}); err != nil {
-				t.Fatalf("%d/%q chunk %v: %v", dk.db, dk.key, pi, err)
-			}
-		}
-	}
-	k.ForgetChanges()
-	return k
 }
 
 // digestAll is every key of every database with its digest.

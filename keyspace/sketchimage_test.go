@@ -101,8 +101,8 @@ func TestSketchImage(t *testing.T) {
 		size, _, _ := k.Lookup(0, []byte(key), 0).Sketch().s.Array()
 		return int((size + engine.ChunkSize - 1) / engine.ChunkSize)
 	}
-	if n := chunksOf("c"); n != 31 || len(st.chunks["c"]) != n {
-		t.Fatalf("the CMS spans %d chunks, the image holds %d", n, len(st.chunks["c"]))
+	if n := chunksOf("c"); n != 31 || len(st.chunks[db0("c")]) != n {
+		t.Fatalf("the CMS spans %d chunks, the image holds %d", n, len(st.chunks[db0("c")]))
 	}
 
 	// Three items: at most one chunk per row of each sketch; the digest's
@@ -131,14 +131,14 @@ func TestSketchImage(t *testing.T) {
 	}
 	st.write(t, k.Cut())
 	check()
-	if len(st.chunks["d"]) != chunksOf("d") {
-		t.Fatalf("the image holds %d chunks of a digest of %d", len(st.chunks["d"]), chunksOf("d"))
+	if len(st.chunks[db0("d")]) != chunksOf("d") {
+		t.Fatalf("the image holds %d chunks of a digest of %d", len(st.chunks[db0("d")]), chunksOf("d"))
 	}
 	apply(t, k, &command.Cmd{Op: command.TDReset, Key: []byte("d")})
 	st.write(t, k.Cut())
 	check()
-	if len(st.chunks["d"]) != 0 {
-		t.Fatalf("the image holds %d chunks of an empty digest", len(st.chunks["d"]))
+	if len(st.chunks[db0("d")]) != 0 {
+		t.Fatalf("the image holds %d chunks of an empty digest", len(st.chunks[db0("d")]))
 	}
 
 	// Stored whole (the form before chunks): loads, and the first cut
@@ -163,12 +163,12 @@ func TestSketchImage(t *testing.T) {
 		if key == "d" {
 			want = encodeMeta(legacy.Lookup(0, []byte(key), 0))
 		}
-		if !bytes.Equal(again.meta[key], want) || len(want) != 10+len(k.Lookup(0, []byte(key), 0).Sketch().header()) {
-			t.Errorf("%s: the first cut after a whole-form load wrote metadata %x", key, again.meta[key])
+		if !bytes.Equal(again.meta[db0(key)], want) || len(want) != 10+len(k.Lookup(0, []byte(key), 0).Sketch().header()) {
+			t.Errorf("%s: the first cut after a whole-form load wrote metadata %x", key, again.meta[db0(key)])
 		}
 	}
-	if len(again.chunks["c"]) != 31 {
-		t.Errorf("the first cut after a whole-form load wrote %d of the CMS's 31 chunks", len(again.chunks["c"]))
+	if len(again.chunks[db0("c")]) != 31 {
+		t.Errorf("the first cut after a whole-form load wrote %d of the CMS's 31 chunks", len(again.chunks[db0("c")]))
 	}
 
 	// Chunks that do not fit the array are corrupt.
@@ -539,8 +539,8 @@ func TestSketchImageFailedMerge(t *testing.T) {
 	}
 	var st store
 	st.write(t, k.Cut())
-	if len(st.chunks["dst"]) != 3 {
-		t.Fatalf("the digest spans %d chunks", len(st.chunks["dst"]))
+	if len(st.chunks[db0("dst")]) != 3 {
+		t.Fatalf("the digest spans %d chunks", len(st.chunks[db0("dst")]))
 	}
 	merge := &command.Cmd{Op: command.TDMerge, Key: []byte("dst"), Keys: [][]byte{[]byte("h1"), []byte("h2")}, MaxBytes: capBytes}
 	if r := k.Apply(merge); r.Err == nil {
