@@ -44,6 +44,28 @@ func newDirty(size uint64) Dirty {
 // writes only those chunks and a Freeze can hold the array.
 func NewDirty(size uint64) Dirty { return newDirty(size) }
 
+// Grow makes the record fit its array grown to size bytes (a t-digest's
+// nodes grow as they arrive): the chunks recorded stay recorded, and a
+// Freeze holding the array holds what it held. Only the writer calls it,
+// before it writes past the old size; a record never shrinks.
+func (d *Dirty) Grow(size uint64) {
+	chunks := (size + ChunkSize - 1) / ChunkSize
+	if chunks <= 64 {
+		return
+	}
+	words := int((chunks + 63) / 64)
+	if d.x == nil {
+		d.x = &dirtyExt{}
+	}
+	switch {
+	case d.x.bits == nil:
+		d.x.bits = make([]uint64, words)
+		d.x.bits[0], d.word = d.word, 0
+	case len(d.x.bits) < words:
+		d.x.bits = append(d.x.bits, make([]uint64, words-len(d.x.bits))...)
+	}
+}
+
 // Mark flags the chunk holding byte offset off; the caller changes the
 // chunk after it returns (a Freeze holding it copies it first). It is
 // mark written out again, not a call to it: either fits the inlining

@@ -222,7 +222,8 @@ func FuzzApply(f *testing.F) {
 		}
 		k := New()
 		k.TrackChanges()
-		for _, c := range cmds {
+		var img store
+		for i, c := range cmds {
 			c.MaxBytes = min(c.MaxBytes, fuzzCap)
 			if c.Op == command.Restore || c.Op == command.BFLoadChunk || c.Op == command.CFLoadChunk || c.Op == command.BFLoadPart || c.Op == command.CFLoadPart {
 				c.MaxBytes = min(c.MaxBytes, 1<<12)
@@ -247,8 +248,17 @@ func FuzzApply(f *testing.F) {
 			if got, want := k.Bytes(), k.countBytes(); got != want {
 				t.Fatalf("after %+v: memory total %d, recount %d", c, got, want)
 			}
+			if i%3 == 2 {
+				img.write(t, k.Cut())
+				if got, want := digestAll(img.load(t)), digestAll(k); got != want {
+					t.Fatalf("after %+v: the image loads another state", c)
+				}
+			}
 		}
-		walked(k.Cut())
+		img.write(t, k.Cut())
+		if digestAll(img.load(t)) != digestAll(k) {
+			t.Fatal("the image loads another state")
+		}
 	})
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	registerSketchOf(KindCMS, cms.TypeName, cms.EncodingVer, cms.FromRDB, cms.Unmarshal, cms.ErrTooLarge)
+	registerSketchOf(KindCMS, cms.TypeName, cms.EncodingVer, cms.FromRDB, cms.FromImage, cms.ErrTooLarge)
 }
 
 // cmsArgErrors are the keyspace errors of command.CMSArg* codes.

@@ -100,9 +100,7 @@ func TestCMSImageDumpDigest(t *testing.T) {
 		t.Fatalf("TYPE %s, MEMORY USAGE %d", v.Kind.TypeName(), KeyMemoryUsage([]byte("c"), v))
 	}
 	k2 := New()
-	if err := k2.LoadValue(0, "c", encodeMeta(v), capBytes); err != nil {
-		t.Fatal(err)
-	}
+	loadImage(t, k2, "c", v)
 	if got := Digest(k2.Lookup(0, []byte("c"), 0)); got != want {
 		t.Errorf("image round trip: %s, want %s", got, want)
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/bfserver/bfserver/sketch/window"
 )
 
-// A key's durable image is its metadata (kind, expiry, dump header or
-// string) and the chunks of its bit or bucket arrays, each addressed by
+// A key's durable image is its metadata (kind, expiry, dump header,
+// sketch header or string) and the chunks of its bit, bucket, counter or
+// node arrays, each addressed by
 // (part, index): part is the link or sub-filter, index the ChunkSize piece.
 // Chunks never written stay absent and load as zeros.
 
@@ -436,6 +437,13 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 		// changes it, under the freeze's lock.
 		f := v.Window().f
 		fn(0, f.Size(), f.Dirty(), f.ReadBytes)
+	default:
+		// A sketch's one array, read as a window's is. Apply is its only
+		// writer and excluded here (or is the caller).
+		if sk := v.Sketch(); sk != nil {
+			size, d, read := sk.s.Array()
+			fn(0, size, d, read)
+		}
 	}
 }
 
@@ -458,7 +466,7 @@ func encodeMeta(v *Value) []byte {
 		return append(b, v.Window().header()...) // its bits are chunks, as a Bloom filter's
 	}
 	if sk := v.Sketch(); sk != nil {
-		return append(b, sk.Marshal()...) // the whole sketch (sketches.go)
+		return append(b, sk.header()...) // its array is chunks (sketches.go)
 	}
 	return append(b, v.Str()...)
 }
@@ -523,7 +531,12 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 			err = ErrTooLarge
 		}
 	default:
-		v.obj, err = loadSketch(v.Kind, body, maxBytes)
+		// The sketch's header, its array in chunks; or the whole sketch
+		// (Marshal), as builds before the chunked form stored it.
+		var whole bool
+		if v.obj, whole, err = loadSketch(v.Kind, body, maxBytes); err == nil && whole {
+			k.rewrite = append(k.rewrite, dirtyKey{dbi, key})
+		}
 	}
 	if errors.Is(err, scalable.ErrTooLarge) || err == ErrTooLarge {
 		return ErrTooLarge
@@ -564,6 +577,9 @@ func (k *Keyspace) LoadChunk(dbi uint8, key string, c Chunk) error {
 		}
 		return nil // its slices are counted once the load is done (ForgetChanges)
 	}
+	if sk := v.Sketch(); sk != nil && c.Part == 0 && sk.s.LoadBytes(c.Data, off) == nil {
+		return nil
+	}
 	return ErrCorruptImage
 }
 
@@ -589,6 +605,10 @@ func (k *Keyspace) LoadTarget(dbi uint8, key string, part uint32) []byte {
 	case KindWindow:
 		if part == 0 {
 			return v.Window().f.LoadTarget()
+		}
+	default:
+		if sk := v.Sketch(); sk != nil && part == 0 {
+			return sk.s.LoadTarget()
 		}
 	}
 	return nil

@@ -5,17 +5,20 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/rdb"
 )
 
-// A sketch is a key type of RedisBloom's whose whole state is one value
-// (CMS, Top-K, t-digest): it changes under its
-// own lock, beside concurrent reads, and is stored whole: the image keeps
-// it as its metadata (Marshal; each flush that finds it changed rewrites
-// it), DUMP writes RedisBloom's module encoding (AppendRDB) and RESTORE
-// reads it, MEMORY USAGE answers RedisBloom's mem_usage, and the replica
-// digest hashes Marshal. A new sketch type registers a sketchType and
-// handles its own ops; nothing else in the keyspace names it.
+// A sketch is a key type of RedisBloom's (CMS, Top-K, t-digest) whose
+// state is one value with one large array: it changes under its own
+// lock, beside concurrent reads. The image keeps it as a filter is kept:
+// its Header as the key's metadata and its Array in 64 KiB chunks, of
+// which a flush writes those marked changed, and a cut holds the array
+// (engine.Freeze) rather than copying it. DUMP writes RedisBloom's
+// module encoding (AppendRDB) and RESTORE reads it, MEMORY USAGE answers
+// RedisBloom's mem_usage, and the replica digest hashes Marshal. A new
+// sketch type registers a sketchType and handles its own ops; nothing
+// else in the keyspace names it.
 type sketch interface {
 	// Marshal is the full state, exactly: equal on every replica that
 	// applied the same log.
@@ -24,6 +27,18 @@ type sketch interface {
 	AppendRDB(b []byte) []byte
 	// MemUsage is RedisBloom's mem_usage of the value.
 	MemUsage() uint64
+	// Header is the image's metadata: the state but the array.
+	Header() []byte
+	// Array is the large array as the image keeps it: its size in bytes,
+	// its record of changed chunks (every change marks a chunk before it
+	// writes it) and a reader of its bytes as they are when Array is
+	// called, which may run beside the sketch's writer.
+	Array() (size uint64, d *engine.Dirty, read func(dst []byte, off uint64))
+	// LoadBytes fills the array at off from a stored chunk, and LoadTarget
+	// is its memory as the image lays it out (or nil), for a sketch being
+	// loaded.
+	LoadBytes(src []byte, off uint64) error
+	LoadTarget() []byte
 }
 
 // sketchType is what the keyspace knows of one sketch kind.
@@ -35,8 +50,9 @@ type sketchType struct {
 	// value over maxBytes with errTooLarge and anything RedisBloom
 	// would refuse with ErrBadFormat.
 	fromRDB func(r *rdb.Reader, maxBytes uint64) (sketch, error)
-	// unmarshal reads Marshal's bytes.
-	unmarshal func(b []byte, maxBytes uint64) (sketch, error)
+	// fromImage reads the image's metadata: a Header, or (whole) the
+	// Marshal bytes that builds before the chunked form stored.
+	fromImage func(b []byte, maxBytes uint64) (s sketch, whole bool, err error)
 	// tooLarge is the type's error for a value over the cap.
 	tooLarge error
 }
@@ -53,9 +69,9 @@ func registerSketch(t *sketchType) {
 }
 
 // registerSketchOf registers a sketch package's type from its decoders
-// (FromRDB, Unmarshal) and its error for a value over the cap.
+// (FromRDB, FromImage) and its error for a value over the cap.
 func registerSketchOf[T sketch](kind Kind, name string, encVer uint64,
-	fromRDB func(*rdb.Reader, uint64) (T, error), unmarshal func([]byte, uint64) (T, error), tooLarge error) {
+	fromRDB func(*rdb.Reader, uint64) (T, error), fromImage func([]byte, uint64) (T, bool, error), tooLarge error) {
 	registerSketch(&sketchType{kind: kind, name: name, id: encVer, tooLarge: tooLarge,
 		fromRDB: func(r *rdb.Reader, maxBytes uint64) (sketch, error) {
 			s, err := fromRDB(r, maxBytes)
@@ -64,12 +80,12 @@ func registerSketchOf[T sketch](kind Kind, name string, encVer uint64,
 			}
 			return s, nil
 		},
-		unmarshal: func(b []byte, maxBytes uint64) (sketch, error) {
-			s, err := unmarshal(b, maxBytes)
+		fromImage: func(b []byte, maxBytes uint64) (sketch, bool, error) {
+			s, whole, err := fromImage(b, maxBytes)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return s, nil
+			return s, whole, nil
 		}})
 }
 
@@ -146,18 +162,46 @@ func sketchFromRDB(id uint64, r *rdb.Reader, maxBytes uint64) (v *Value, ok bool
 	return sketchValue(t.kind, s), true, nil
 }
 
-// loadSketch reads a sketch's image metadata.
-func loadSketch(kind Kind, body []byte, maxBytes uint64) (unsafe.Pointer, error) {
+// loadSketch reads a sketch's image metadata; whole says it was stored
+// whole, as builds before the chunked form stored it.
+func loadSketch(kind Kind, body []byte, maxBytes uint64) (p unsafe.Pointer, whole bool, err error) {
 	t := sketchByKind[kind]
 	if t == nil {
-		return nil, ErrCorruptImage
+		return nil, false, ErrCorruptImage
 	}
-	s, err := t.unmarshal(body, maxBytes)
+	s, whole, err := t.fromImage(body, maxBytes)
 	if err != nil {
 		if errors.Is(err, t.tooLarge) {
-			return nil, ErrTooLarge
+			return nil, false, ErrTooLarge
 		}
-		return nil, ErrCorruptImage
+		return nil, false, ErrCorruptImage
 	}
-	return unsafe.Pointer(&Sketch{s: s}), nil
+	return unsafe.Pointer(&Sketch{s: s}), whole, nil
+}
+
+// header is the sketch's image metadata, under its lock.
+func (s *Sketch) header() []byte {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.s.Header()
+}
+
+// chunks is how many chunks the sketch's array spans. Only Apply calls
+// it (the array's only writer), without the lock.
+func (s *Sketch) chunks() uint64 {
+	size, _, _ := s.s.Array()
+	return (size + engine.ChunkSize - 1) / engine.ChunkSize
+}
+
+// sketchChanged records an in-place change of sketch s at key, whose
+// array spanned chunks before it (Sketch.chunks): one whose array now
+// spans fewer (a t-digest compressed or reset) is recorded as replaced,
+// so that the image drops the chunks past its end instead of keeping
+// them.
+func (k *Keyspace) sketchChanged(dbi uint8, key []byte, s *Sketch, chunks uint64) {
+	if s.chunks() < chunks {
+		k.replaced(dbi, string(key))
+		return
+	}
+	k.changed(dbi, key)
 }

@@ -2,13 +2,14 @@ package keyspace
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
 func init() {
-	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.Unmarshal, tdigest.ErrTooLarge)
+	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.FromImage, tdigest.ErrTooLarge)
 }
 
 // tdErrorList is every error a TDIGEST command answers besides WRONGTYPE,
@@ -106,11 +107,12 @@ func (k *Keyspace) tdWrite(c *command.Cmd) Result {
 		return Result{Err: tdErr(command.TDArgError(c.Field))}
 	}
 	d := sk.tdigest()
+	chunks := sk.chunks()
 	if c.Op == command.TDReset {
 		sk.mu.Lock()
 		d.Reset()
 		sk.mu.Unlock()
-		k.changed(c.DB, c.Key)
+		k.sketchChanged(c.DB, c.Key, sk, chunks)
 		return Result{}
 	}
 	vals := command.FloatsOf(c.Data)
@@ -120,7 +122,7 @@ func (k *Keyspace) tdWrite(c *command.Cmd) Result {
 	sk.mu.Lock()
 	err = d.AddValues(vals)
 	sk.mu.Unlock()
-	k.changed(c.DB, c.Key)
+	k.sketchChanged(c.DB, c.Key, sk, chunks)
 	if err != nil {
 		return Result{Err: tdErr(err)}
 	}
@@ -190,15 +192,23 @@ func (k *Keyspace) tdMerge(c *command.Cmd) Result {
 	for _, s := range srcs {
 		lock(s)
 	}
+	// Each is recorded as sketchChanged records it: a merge that fails
+	// leaves the destination and the sources compressed, their nodes
+	// perhaps shrunk.
+	chunks := make([]uint64, len(locked))
+	for i, s := range locked {
+		chunks[i] = s.chunks()
+	}
 	to, err := tdigest.Merge(dd, ds, opts)
 	for _, l := range locked {
 		l.mu.Unlock()
 	}
-	for _, key := range c.Keys {
-		k.changed(c.DB, key)
-	}
-	if dst != nil {
-		k.changed(c.DB, c.Key)
+	for i, s := range locked {
+		key := c.Key
+		if s != dst {
+			key = c.Keys[slices.Index(srcs, s)]
+		}
+		k.sketchChanged(c.DB, key, s, chunks[i])
 	}
 	if err != nil {
 		return Result{Err: tdErr(err)}
@@ -255,10 +265,11 @@ func (k *Keyspace) tdQuery(c *command.Cmd, apply bool) Result {
 	if !tdQueryWrites(d, c) {
 		return tdAnswer(d, c)
 	}
+	chunks := sk.chunks()
 	sk.mu.Lock()
 	r := tdAnswer(d, c)
 	sk.mu.Unlock()
-	k.changed(c.DB, c.Key)
+	k.sketchChanged(c.DB, c.Key, sk, chunks)
 	return r
 }
 
@@ -307,10 +318,11 @@ func (k *Keyspace) applyDump(c *command.Cmd) Result {
 	}
 	if v.Kind == KindTDigest && v.Sketch().tdigest().NeedsCompress() {
 		sk := v.Sketch()
+		chunks := sk.chunks()
 		sk.mu.Lock()
 		sk.tdigest().Compress()
 		sk.mu.Unlock()
-		k.changed(c.DB, c.Key)
+		k.sketchChanged(c.DB, c.Key, sk, chunks)
 	}
 	return Result{Bytes: EncodeDump(v)}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	registerSketchOf(KindTopK, topk.TypeName, topk.EncodingVer, topk.FromRDB, topk.Unmarshal, topk.ErrTooLarge)
+	registerSketchOf(KindTopK, topk.TypeName, topk.EncodingVer, topk.FromRDB, topk.FromImage, topk.ErrTooLarge)
 }
 
 var topkArgErrors = map[uint8]error{

@@ -54,9 +54,7 @@ func TestTopKReplicasAgree(t *testing.T) {
 	}
 	// A node restarted from its image draws the coins its peers draw.
 	c := New()
-	if err := c.LoadValue(0, "t", encodeMeta(va), capBytes); err != nil {
-		t.Fatal(err)
-	}
+	loadImage(t, c, "t", va)
 	more := topkAdd("t", "x", "y", "z", "i1", "i2", "w")
 	a.Apply(more)
 	c.Apply(more)

@@ -116,39 +116,57 @@ func TestWindowTimeUsesTheStampedClock(t *testing.T) {
 	}
 }
 
-// store is an image as persistence keeps it (db 0 only): each key's
-// metadata and chunks, a cut written over it as a flush writes it.
+// store is an image as persistence keeps it: each key's metadata and
+// chunks (by dirtyKey; db0 names a key of database 0), a cut written over
+// it as a flush writes it.
 type store struct {
-	meta   map[string][]byte
-	chunks map[string]map[[2]uint32][]byte
+	meta   map[dirtyKey][]byte
+	chunks map[dirtyKey]map[[2]uint32][]byte
+	// written is the bytes the last write wrote per key (of any database):
+	// its metadata and its chunks.
+	written map[string]int
+	// between, if set, runs after each key is written: Apply beside the
+	// walk.
+	between func()
 }
 
+// db0 is key in database 0.
+func db0(key string) dirtyKey { return dirtyKey{0, key} }
+
 // write writes what a walk of cut writes, and returns the chunks written
-// per key.
+// per key (of any database).
 func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 	t.Helper()
 	if s.meta == nil {
-		s.meta, s.chunks = map[string][]byte{}, map[string]map[[2]uint32][]byte{}
+		s.meta, s.chunks = map[dirtyKey][]byte{}, map[dirtyKey]map[[2]uint32][]byte{}
 	}
 	n := map[string]int{}
+	s.written = map[string]int{}
 	buf := make([]byte, engine.ChunkSize)
 	err := cut.Walk(func(ck *CutKey) error {
+		dk := dirtyKey{ck.DB, ck.Key}
 		if ck.Full || ck.Gone() {
-			delete(s.chunks, ck.Key)
+			delete(s.chunks, dk)
 		}
 		if ck.Gone() {
-			delete(s.meta, ck.Key)
+			delete(s.meta, dk)
 			return nil
 		}
-		s.meta[ck.Key] = ck.Meta()
-		if s.chunks[ck.Key] == nil {
-			s.chunks[ck.Key] = map[[2]uint32][]byte{}
+		s.meta[dk] = ck.Meta()
+		s.written[ck.Key] += len(ck.Meta())
+		if s.chunks[dk] == nil {
+			s.chunks[dk] = map[[2]uint32][]byte{}
 		}
-		return ck.Chunks(buf, func(c Chunk) error {
+		err := ck.Chunks(buf, func(c Chunk) error {
 			n[ck.Key]++
-			s.chunks[ck.Key][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
+			s.written[ck.Key] += len(c.Data)
+			s.chunks[dk][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
 			return nil
 		})
+		if s.between != nil {
+			s.between()
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,13 +178,13 @@ func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 func (s *store) load(t *testing.T) *Keyspace {
 	t.Helper()
 	k := New()
-	for key, m := range s.meta {
-		if err := k.LoadValue(0, key, m, capBytes); err != nil {
-			t.Fatal(err)
+	for dk, m := range s.meta {
+		if err := k.LoadValue(dk.db, dk.key, m, capBytes); err != nil {
+			t.Fatalf("%d/%q: %v", dk.db, dk.key, err)
 		}
-		for pi, data := range s.chunks[key] {
-			if err := k.LoadChunk(0, key, Chunk{Part: pi[0], Index: pi[1], Data: data}); err != nil {
-				t.Fatal(err)
+		for pi, data := range s.chunks[dk] {
+			if err := k.LoadChunk(dk.db, dk.key, Chunk{Part: pi[0], Index: pi[1], Data: data}); err != nil {
+				t.Fatalf("%d/%q chunk %v: %v", dk.db, dk.key, pi, err)
 			}
 		}
 	}

@@ -29,7 +29,7 @@ var rules = []struct {
 	{"sketch/window", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"sketch/cms", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"sketch/topk", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"sketch/tdigest", []string{"rdb", "internal/redisnum"}, []string{"net", "os", "log", "time", "math/rand"}},
+	{"sketch/tdigest", []string{"engine", "rdb", "internal/redisnum"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"net", "os", "log"}},

@@ -34,6 +34,11 @@ type Sketch struct {
 	// it in a size_t and answers it as a signed 64-bit integer).
 	Count uint64
 	Cells []uint32
+	// dirty records which 64 KiB chunks of Cells, as the image lays them
+	// out (Array), changed since the image last took them; every change
+	// marks a counter's chunk before it writes the counter, so that an
+	// image write holding the array (engine.Freeze) can copy it first.
+	dirty engine.Dirty
 }
 
 // Bytes is the memory of a sketch of these dimensions as RedisBloom counts
@@ -46,8 +51,11 @@ func Bytes(width, depth uint64) (uint64, bool) {
 }
 
 // New is an empty sketch; the caller checked Bytes against its cap.
-func New(width, depth uint64) *Sketch {
-	return &Sketch{Width: width, Depth: depth, Cells: make([]uint32, width*depth)}
+func New(width, depth uint64) *Sketch { return newSketch(width, depth, 0) }
+
+func newSketch(width, depth, count uint64) *Sketch {
+	return &Sketch{Width: width, Depth: depth, Count: count, Cells: make([]uint32, width*depth),
+		dirty: engine.NewDirty(4 * width * depth)}
 }
 
 // loc is the counter of item in row i.
@@ -68,6 +76,7 @@ func (s *Sketch) IncrBy(item []byte, v uint64) uint64 {
 		if uint64(c) < v {
 			c = CellMax
 		}
+		s.dirty.Mark(4 * l)
 		s.Cells[l] = c
 		least = min(least, uint64(c))
 	}
@@ -124,7 +133,10 @@ func Merge(dst *Sketch, srcs []*Sketch, weights []int64) error {
 		for k, s := range srcs {
 			sum += int64(s.Cells[j]) * weights[k]
 		}
-		dst.Cells[j] = uint32(sum)
+		if dst.Cells[j] != uint32(sum) {
+			dst.dirty.Mark(4 * j) // only what changes: a merge that keeps most counters writes few chunks
+			dst.Cells[j] = uint32(sum)
+		}
 	}
 	dst.Count = uint64(total)
 	return nil

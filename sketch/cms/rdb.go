@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/rdb"
 )
 
@@ -65,10 +66,8 @@ func FromRDB(r *rdb.Reader, maxBytes uint64) (*Sketch, error) {
 }
 
 func fromCells(w, d, n uint64, cells []byte) *Sketch {
-	s := &Sketch{Width: w, Depth: d, Count: n, Cells: make([]uint32, w*d)}
-	for i := range s.Cells {
-		s.Cells[i] = binary.LittleEndian.Uint32(cells[4*i:])
-	}
+	s := newSketch(w, d, n)
+	engine.WriteWords(s.Cells, cells, 0)
 	return s
 }
 

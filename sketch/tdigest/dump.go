@@ -32,8 +32,19 @@ func (d *Digest) Marshal() []byte {
 // AppendMarshal appends the digest's dump.
 func (d *Digest) AppendMarshal(b []byte) []byte {
 	start := len(b)
+	b = d.appendFields(b, dumpVersion)
+	for i := range d.mean {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.mean[i]))
+		b = binary.LittleEndian.AppendUint64(b, uint64(d.weight[i]))
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// appendFields appends the magic, version v and every field but the
+// nodes (DumpHeaderSize bytes).
+func (d *Digest) appendFields(b []byte, v byte) []byte {
 	b = append(b, dumpMagic...)
-	b = append(b, dumpVersion)
+	b = append(b, v)
 	for _, f := range [...]float64{d.compression, d.min, d.max} {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
@@ -43,46 +54,66 @@ func (d *Digest) AppendMarshal(b []byte) []byte {
 	for _, n := range [...]int64{d.totalCompressions, d.mergedWeight, d.unmergedWeight} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(n))
 	}
-	for i := range d.mean {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.mean[i]))
-		b = binary.LittleEndian.AppendUint64(b, uint64(d.weight[i]))
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	return b
 }
 
 // Unmarshal reads a dump, checking what FromRDB checks (and the CRC),
 // with nodes over maxBytes (16 bytes a node) refused before allocating.
 func Unmarshal(b []byte, maxBytes uint64) (*Digest, error) {
-	if len(b) < DumpHeaderSize+4 || string(b[:4]) != dumpMagic || b[4] != dumpVersion {
-		return nil, ErrBadFormat
+	d, body, err := parseFields(b, dumpVersion, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.mean {
+		off := DumpHeaderSize + 16*i
+		d.mean[i] = math.Float64frombits(binary.LittleEndian.Uint64(body[off:]))
+		d.weight[i] = int64(binary.LittleEndian.Uint64(body[off+8:]))
+	}
+	return d, nil
+}
+
+// parseFields reads the fields of a dump of version v (its magic, fields,
+// nodes for version 1, and CRC) into a digest whose nodes are allocated
+// and zero, refusing more nodes than maxBytes holds; it returns the bytes
+// before the CRC. A header (version 2) carries, after the fields, how
+// many nodes the arrays had room for (Footprint), which the digest gets
+// again: growing from there, it grows as the digest saved would have.
+func parseFields(b []byte, v byte, maxBytes uint64) (*Digest, []byte, error) {
+	if len(b) < DumpHeaderSize+4 || string(b[:4]) != dumpMagic || b[4] != v {
+		return nil, nil, ErrBadFormat
 	}
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, ErrBadFormat
+		return nil, nil, ErrBadFormat
 	}
 	f := func(off int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[off:])) }
 	i32 := func(off int) int64 { return int64(int32(binary.LittleEndian.Uint32(b[off:]))) }
 	i64 := func(off int) int64 { return int64(binary.LittleEndian.Uint64(b[off:])) }
 	d, ok := newDigest(f(5))
 	if !ok || i32(29) != int64(d.cap) {
-		return nil, ErrBadFormat
+		return nil, nil, ErrBadFormat
 	}
 	merged, unmerged := i32(33), i32(37)
-	nodes := uint64(len(body)-DumpHeaderSize) / 16
-	if err := d.setNodes(merged, unmerged, maxBytes, nodes); err != nil {
-		return nil, err
+	// A dump carries its nodes (and they bound what may be allocated); a
+	// header does not, but says how many the arrays had room for.
+	nodes, avail, room := uint64(merged+unmerged), uint64(math.MaxUint64), int64(-1)
+	if v == dumpVersion {
+		nodes = uint64(len(body)-DumpHeaderSize) / 16
+		avail = nodes
+	} else if len(body) != headerSize-4 {
+		return nil, nil, ErrBadFormat
+	} else {
+		room = int64(binary.LittleEndian.Uint32(body[DumpHeaderSize:]))
 	}
-	if uint64(merged+unmerged) != nodes || (len(body)-DumpHeaderSize)%16 != 0 {
-		return nil, ErrBadFormat
+	if err := d.setNodes(merged, unmerged, room, maxBytes, avail); err != nil {
+		return nil, nil, err
+	}
+	if uint64(merged+unmerged) != nodes || v == dumpVersion && (len(body)-DumpHeaderSize)%16 != 0 {
+		return nil, nil, ErrBadFormat
 	}
 	d.min, d.max = f(13), f(21)
 	d.totalCompressions, d.mergedWeight, d.unmergedWeight = i64(41), i64(49), i64(57)
-	for i := range d.mean {
-		off := DumpHeaderSize + 16*i
-		d.mean[i] = f(off)
-		d.weight[i] = i64(off + 8)
-	}
-	return d, nil
+	return d, body, nil
 }
 
 // Digest is the SHA-256 of Marshal: replicas that applied the same

@@ -78,7 +78,7 @@ func FromRDB(r *rdb.Reader, maxBytes uint64) (*Digest, error) {
 	if !ok || capacity != int64(d.cap) {
 		return nil, ErrBadFormat
 	}
-	if err := d.setNodes(merged, unmerged, maxBytes, uint64(len(r.Rest()))/18); err != nil {
+	if err := d.setNodes(merged, unmerged, -1, maxBytes, uint64(len(r.Rest()))/18); err != nil {
 		return nil, err
 	}
 	d.min, d.max = lo, hi
@@ -96,23 +96,32 @@ func FromRDB(r *rdb.Reader, maxBytes uint64) (*Digest, error) {
 	return d, nil
 }
 
-// setNodes sizes the node arrays for merged+unmerged nodes, zeroed, after
-// checking the counts against the capacity, maxBytes, and avail (how many
-// merged nodes the input can still hold).
-func (d *Digest) setNodes(merged, unmerged int64, maxBytes, avail uint64) error {
+// setNodes sizes the node arrays for merged+unmerged nodes, zeroed, with
+// room for room nodes (-1: as many as there are), after checking the
+// counts against the capacity, maxBytes, and avail (how many merged
+// nodes the input can still hold), and room against the counts and the
+// capacity: no more than grow would have made.
+func (d *Digest) setNodes(merged, unmerged, room int64, maxBytes, avail uint64) error {
 	limit := max(int64(d.cap), 0)
 	if merged < 0 || unmerged < 0 || merged > limit || unmerged > limit-merged {
 		return ErrBadFormat
 	}
 	n := merged + unmerged
-	if uint64(n) > maxBytes/16 {
+	if room < 0 {
+		room = n
+	}
+	if room < n || room > limit {
+		return ErrBadFormat
+	}
+	if uint64(room) > maxBytes/16 {
 		return ErrTooLarge
 	}
 	if uint64(merged) > avail {
 		return ErrBadFormat
 	}
 	d.merged, d.unmerged = int32(merged), int32(unmerged)
-	d.mean = make([]float64, n)
-	d.weight = make([]int64, n)
+	d.mean = make([]float64, n, room)
+	d.weight = make([]int64, n, room)
+	d.dirty.Grow(16 * uint64(room))
 	return nil
 }

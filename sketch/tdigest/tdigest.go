@@ -1,6 +1,10 @@
 package tdigest
 
-import "math"
+import (
+	"math"
+
+	"github.com/bfserver/bfserver/engine"
+)
 
 // DefaultCompression is TDIGEST.CREATE's compression without COMPRESSION.
 const DefaultCompression = 100
@@ -38,6 +42,12 @@ type Digest struct {
 	unmergedWeight    int64
 	mean              []float64 // len merged+unmerged
 	weight            []int64
+	// dirty records which 64 KiB chunks of the nodes, as the image lays
+	// them out (Array: 16 bytes a node), changed since the image last
+	// took them; it grows with the arrays' capacity. Every change marks
+	// before it writes, so that an image write holding the nodes
+	// (engine.Freeze) can copy them first.
+	dirty engine.Dirty
 }
 
 // New is td_init for a compression given as TDIGEST.CREATE and MERGE do
@@ -94,6 +104,8 @@ func (d *Digest) Clone() *Digest {
 	c := *d
 	c.mean = append([]float64(nil), d.mean...)
 	c.weight = append([]int64(nil), d.weight...)
+	c.dirty = engine.Dirty{} // its own record: the copy's changes are not d's
+	c.dirty.Grow(16 * uint64(cap(c.mean)))
 	return &c
 }
 
@@ -168,6 +180,7 @@ func (d *Digest) add(mean float64, weight int64) bool {
 	if len(d.mean) == cap(d.mean) {
 		d.grow(int(pos) + 1)
 	}
+	d.dirty.Mark(16 * uint64(pos))
 	d.mean = append(d.mean, mean)
 	d.weight = append(d.weight, weight)
 	d.unmerged++
@@ -184,6 +197,7 @@ func (d *Digest) grow(n int) {
 	copy(m, d.mean)
 	copy(w, d.weight)
 	d.mean, d.weight = m, w
+	d.dirty.Grow(16 * uint64(c))
 }
 
 // Compress is td_compress: sort the buffer in with the centroids and
@@ -197,6 +211,7 @@ func (d *Digest) compress() bool {
 		return true
 	}
 	n := int(d.merged + d.unmerged)
+	d.dirty.MarkRange(0, 16*uint64(n)) // the sort and the merge may move every node
 	sortNodes(d.mean, d.weight, 0, uint32(n-1))
 	total := float64(d.mergedWeight) + float64(d.unmergedWeight)
 	if overflows(float64(d.unmergedWeight), total) {

@@ -68,8 +68,8 @@ func FromRDB(r *rdb.Reader, maxBytes uint64) (*TopK, error) {
 	if r.Err() != nil || uint64(len(buckets)) != w*d*BucketBytes || uint64(len(heap)) != k*HeapBytes {
 		return nil, ErrFormat
 	}
-	t := &TopK{K: uint32(k), Width: uint32(w), Depth: uint32(d), Decay: decay, Rand: seed,
-		Buckets: make([]Bucket, w*d), Heap: make([]HeapEntry, k)}
+	t := &TopK{K: uint32(k), Width: uint32(w), Depth: uint32(d), Decay: decay, Rand: seed}
+	t.alloc()
 	for i := range t.Buckets {
 		t.Buckets[i] = Bucket{binary.LittleEndian.Uint32(buckets[8*i:]), binary.LittleEndian.Uint32(buckets[8*i+4:])}
 	}
@@ -85,6 +85,5 @@ func FromRDB(r *rdb.Reader, maxBytes uint64) (*TopK, error) {
 			h.Item = append([]byte{}, item[:len(item)-1]...)
 		}
 	}
-	t.fillTable()
 	return t, nil
 }

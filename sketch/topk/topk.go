@@ -67,6 +67,11 @@ type TopK struct {
 	// Rand is the decay coin's generator state (SplitMix64).
 	Rand  uint64
 	table [decayTable]float64
+	// dirty records which 64 KiB chunks of Buckets, as the image lays
+	// them out (Array), changed since the image last took them; every
+	// change marks a bucket's chunk before it writes the bucket, so that
+	// an image write holding the array (engine.Freeze) can copy it first.
+	dirty engine.Dirty
 }
 
 // Bytes is the memory of a sketch of these dimensions as RedisBloom counts
@@ -82,10 +87,18 @@ func Bytes(k, width, depth uint64) (uint64, bool) {
 // New is an empty sketch; the caller checked Bytes against its cap and
 // decay in (0, 1].
 func New(k, width, depth uint32, decay float64) *TopK {
-	t := &TopK{K: k, Width: width, Depth: depth, Decay: decay, Rand: seed,
-		Buckets: make([]Bucket, uint64(width)*uint64(depth)), Heap: make([]HeapEntry, k)}
-	t.fillTable()
+	t := &TopK{K: k, Width: width, Depth: depth, Decay: decay, Rand: seed}
+	t.alloc()
 	return t
+}
+
+// alloc gives a sketch of checked dimensions its zeroed buckets and heap,
+// its change record and its decay table.
+func (t *TopK) alloc() {
+	n := uint64(t.Width) * uint64(t.Depth)
+	t.Buckets, t.Heap = make([]Bucket, n), make([]HeapEntry, t.K)
+	t.dirty = engine.NewDirty(n * BucketBytes)
+	t.fillTable()
 }
 
 func (t *TopK) fillTable() {
@@ -154,17 +167,21 @@ func (t *TopK) Add(item []byte, increment uint32) (expelled []byte, ok bool) {
 	heapMin := t.Heap[0].Count
 	var maxCount uint32
 	for i := uint32(0); i < t.Depth; i++ {
-		b := &t.Buckets[uint64(i)*uint64(t.Width)+uint64(engine.MurmurHash2(item, i)%t.Width)]
+		j := uint64(i)*uint64(t.Width) + uint64(engine.MurmurHash2(item, i)%t.Width)
+		b := &t.Buckets[j]
 		switch {
 		case b.Count == 0:
+			t.dirty.Mark(j * BucketBytes)
 			b.FP, b.Count = fp, increment
 			maxCount = max(maxCount, b.Count)
 		case b.FP == fp:
+			t.dirty.Mark(j * BucketBytes)
 			b.Count += increment
 			maxCount = max(maxCount, b.Count)
 		default:
 			for local := increment; local > 0; local-- {
 				if t.coin() < t.decayAt(b.Count) {
+					t.dirty.Mark(j * BucketBytes)
 					b.Count--
 					if b.Count == 0 {
 						b.FP, b.Count = fp, local
@@ -273,16 +290,23 @@ var (
 // decay's bits and the generator (8 each), the buckets, then per heap slot
 // its fingerprint, length, count (4 each), a presence byte and the item.
 func (t *TopK) Marshal() []byte {
-	b := make([]byte, 0, 28+8*len(t.Buckets)+13*len(t.Heap))
-	b = binary.LittleEndian.AppendUint32(b, t.K)
-	b = binary.LittleEndian.AppendUint32(b, t.Width)
-	b = binary.LittleEndian.AppendUint32(b, t.Depth)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.Decay))
-	b = binary.LittleEndian.AppendUint64(b, t.Rand)
+	b := t.appendFields(make([]byte, 0, 28+8*len(t.Buckets)+13*len(t.Heap)))
 	for _, k := range t.Buckets {
 		b = binary.LittleEndian.AppendUint32(b, k.FP)
 		b = binary.LittleEndian.AppendUint32(b, k.Count)
 	}
+	return t.appendHeap(b)
+}
+
+func (t *TopK) appendFields(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, t.K)
+	b = binary.LittleEndian.AppendUint32(b, t.Width)
+	b = binary.LittleEndian.AppendUint32(b, t.Depth)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.Decay))
+	return binary.LittleEndian.AppendUint64(b, t.Rand)
+}
+
+func (t *TopK) appendHeap(b []byte) []byte {
 	for _, h := range t.Heap {
 		b = binary.LittleEndian.AppendUint32(b, h.FP)
 		b = binary.LittleEndian.AppendUint32(b, h.ItemLen)
@@ -300,32 +324,48 @@ func (t *TopK) Marshal() []byte {
 
 // Unmarshal reads Marshal's bytes, refusing a sketch over maxBytes.
 func Unmarshal(b []byte, maxBytes uint64) (*TopK, error) {
-	if len(b) < 28 {
+	t, b, err := parseFields(b, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	nb := uint64(t.Width) * uint64(t.Depth)
+	if uint64(len(b)) < nb*8+uint64(t.K)*13 {
 		return nil, ErrFormat
+	}
+	t.alloc()
+	for i := range t.Buckets {
+		t.Buckets[i] = Bucket{binary.LittleEndian.Uint32(b[8*i:]), binary.LittleEndian.Uint32(b[8*i+4:])}
+	}
+	if err := t.parseHeap(b[nb*8:]); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseFields reads Marshal's fixed fields (k, width, depth, decay,
+// generator), checked against maxBytes, and returns a sketch of them,
+// not yet allocated, and the bytes after them.
+func parseFields(b []byte, maxBytes uint64) (*TopK, []byte, error) {
+	if len(b) < 28 {
+		return nil, nil, ErrFormat
 	}
 	t := &TopK{K: binary.LittleEndian.Uint32(b), Width: binary.LittleEndian.Uint32(b[4:]), Depth: binary.LittleEndian.Uint32(b[8:]),
 		Decay: math.Float64frombits(binary.LittleEndian.Uint64(b[12:])), Rand: binary.LittleEndian.Uint64(b[20:])}
 	size, ok := Bytes(uint64(t.K), uint64(t.Width), uint64(t.Depth))
 	if !ok {
-		return nil, ErrFormat
+		return nil, nil, ErrFormat
 	}
 	if size > maxBytes {
-		return nil, ErrTooLarge
+		return nil, nil, ErrTooLarge
 	}
-	b = b[28:]
-	nb := uint64(t.Width) * uint64(t.Depth)
-	if uint64(len(b)) < nb*8+uint64(t.K)*13 {
-		return nil, ErrFormat
-	}
-	t.Buckets = make([]Bucket, nb)
-	for i := range t.Buckets {
-		t.Buckets[i] = Bucket{binary.LittleEndian.Uint32(b[8*i:]), binary.LittleEndian.Uint32(b[8*i+4:])}
-	}
-	b = b[nb*8:]
-	t.Heap = make([]HeapEntry, t.K)
+	return t, b[28:], nil
+}
+
+// parseHeap reads Marshal's heap slots, which must end b.
+func (t *TopK) parseHeap(b []byte) error {
 	for i := range t.Heap {
 		if len(b) < 13 {
-			return nil, ErrFormat
+			return ErrFormat
 		}
 		h := &t.Heap[i]
 		h.FP, h.ItemLen, h.Count = binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])
@@ -335,18 +375,17 @@ func Unmarshal(b []byte, maxBytes uint64) (*TopK, error) {
 		case 0:
 		case 1:
 			if len(b) < 4 || uint64(binary.LittleEndian.Uint32(b)) > uint64(len(b)-4) {
-				return nil, ErrFormat
+				return ErrFormat
 			}
 			n := binary.LittleEndian.Uint32(b)
 			h.Item = append([]byte{}, b[4:4+n]...)
 			b = b[4+n:]
 		default:
-			return nil, ErrFormat
+			return ErrFormat
 		}
 	}
 	if len(b) != 0 {
-		return nil, ErrFormat
+		return ErrFormat
 	}
-	t.fillTable()
-	return t, nil
+	return nil
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package keyspace
+
+const raceOn = false
