@@ -119,9 +119,10 @@ type cutPart struct {
 }
 
 // DefaultCutBudget is how many bytes a cut's copies of chunks Apply
-// changed while it was written may hold at once (docs/OPERATIONS.md,
-// memory).
-const DefaultCutBudget = 256 << 20
+// changed while it was written may hold at once in memory
+// (docs/OPERATIONS.md, memory); past it they go to the cut's spill
+// (SetSpill), a write of 64 KiB each.
+const DefaultCutBudget = 32 << 20
 
 // inlineBytes: a key the walk captures whose arrays hold no more is
 // copied whole at once rather than held (no mark on its arrays, no
@@ -249,6 +250,19 @@ func (c *Cut) Copied() (chunks, peak, waits uint64) {
 	defer c.freeze.Unlock()
 	return c.freeze.Copies, c.freeze.Peak, c.freeze.Waits
 }
+
+// Spilled is how many chunks Apply put in the cut's spill (SetSpill)
+// rather than wait on the budget.
+func (c *Cut) Spilled() uint64 {
+	c.freeze.Lock()
+	defer c.freeze.Unlock()
+	return c.freeze.Spills
+}
+
+// SetSpill gives the cut a scratch file of at most limit bytes for the
+// copies past its budget (engine.Freeze.SetSpill), so that Apply never
+// waits for the walk. The caller keeps it open until the walk returns.
+func (c *Cut) SetSpill(s engine.Spill, limit int64) { c.freeze.SetSpill(s, limit) }
 
 // capture records key dk as it is now, which is as it was at the cut:
 // nothing changed it since (before would have captured it first). The
