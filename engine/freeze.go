@@ -91,6 +91,9 @@ type Hold struct {
 	// Bits is the change record the hold took from the array (Swap): a
 	// write that fails merges it back (Dirty.Merge).
 	Bits []uint64
+	// word and pend are Bits and pending for an array of up to 64 chunks
+	// (nearly every one): a hold in place (HoldIn) then allocates nothing.
+	word, pend [1]uint64
 }
 
 // Hold takes d's change record and holds the chunks an image of the array
@@ -103,18 +106,39 @@ type Hold struct {
 // matters for a cut of a million small filters (the garbage collector's
 // work, not the copies, was most of such a flush's CPU).
 func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) *Hold {
-	h := &Hold{f: f, d: d, size: size, read: read, Bits: d.Swap()}
+	h := &Hold{}
+	f.HoldIn(h, d, size, read, full, inline)
+	return h
+}
+
+// HoldIn is Hold into h, which the caller provides (a hold with inline,
+// of an array of up to 64 chunks, then allocates nothing: a cut of a
+// million small filters takes a million of them). h must be unused or
+// released.
+func (f *Freeze) HoldIn(h *Hold, d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) {
+	*h = Hold{f: f, d: d, size: size, read: read}
+	if d.x == nil || d.x.bits == nil {
+		h.word[0], d.word = d.word, 0 // Swap, into the hold
+		h.Bits = h.word[:]
+	} else {
+		h.Bits = d.Swap()
+	}
 	chunks := (size + ChunkSize - 1) / ChunkSize
+	words := (chunks + 63) / 64
+	h.pending = h.pend[:0]
+	if words > 1 {
+		h.pending = make([]uint64, 0, words)
+	}
 	if full {
-		h.pending = make([]uint64, (chunks+63)/64)
+		h.pending = h.pending[:words]
+		clear(h.pending)
 		for c := uint64(0); c < chunks; c++ {
 			h.pending[c>>6] |= 1 << (c & 63)
 		}
 	} else {
 		// Only chunks inside the array (a record never names others; it
 		// costs nothing to be sure).
-		words := (chunks + 63) / 64
-		h.pending = append([]uint64(nil), h.Bits[:min(uint64(len(h.Bits)), words)]...)
+		h.pending = append(h.pending, h.Bits[:min(uint64(len(h.Bits)), words)]...)
 		if r := chunks & 63; r != 0 && uint64(len(h.pending)) == words {
 			h.pending[words-1] &= 1<<r - 1
 		}
@@ -127,7 +151,7 @@ func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), 
 		})
 		h.all = h.pending // nothing is pending any more: Read reads inline
 		h.pending = nil
-		return h
+		return
 	}
 	h.all = append([]uint64(nil), h.pending...)
 	f.held[d] = h
@@ -136,7 +160,6 @@ func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), 
 	} else {
 		d.x.frozen = f
 	}
-	return h
 }
 
 func (h *Hold) chunkLen(c uint64) uint64 { return min(ChunkSize, h.size-c*ChunkSize) }
