@@ -196,9 +196,9 @@ func TestFailedCutRestoresCopies(t *testing.T) {
 	}
 }
 
-// TestCutBudget: with a budget of one chunk, Apply waits for the walk
-// rather than copy more, and the table is still the state at the cut.
-func TestCutBudget(t *testing.T) {
+// oneChunkCut is a store and the fixture's keyspace with a cut taken at a
+// budget of one chunk, and the digests at the cut.
+func oneChunkCut(t *testing.T) (*Store, *keyspace.Keyspace, map[string]string, *keyspace.Cut) {
 	s := openMem(t)
 	k := keyspace.New()
 	k.TrackChanges()
@@ -206,7 +206,13 @@ func TestCutBudget(t *testing.T) {
 	cutFixture(k)
 	bfAdd(k, "big", "b", 20000)
 	want := digests(k)
-	cut := k.Cut()
+	return s, k, want, k.Cut()
+}
+
+// TestCutBudget: with a budget of one chunk, Apply waits for the walk
+// rather than copy more, and the table is still the state at the cut.
+func TestCutBudget(t *testing.T) {
+	s, k, want, cut := oneChunkCut(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -238,14 +244,7 @@ func TestCutBudget(t *testing.T) {
 // wait for a walk that has not started) and the table is still the state
 // at the cut, the chunks read back from the spill included.
 func TestCutSpill(t *testing.T) {
-	s := openMem(t)
-	k := keyspace.New()
-	k.TrackChanges()
-	k.SetCutBudget(1)
-	cutFixture(k)
-	bfAdd(k, "big", "b", 20000)
-	want := digests(k)
-	cut := k.Cut()
+	s, k, want, cut := oneChunkCut(t)
 	spill := s.NewSpill()
 	if spill == nil {
 		t.Fatal("no spill")
