@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"io"
 	"sync"
 	"sync/atomic"
 )
@@ -12,9 +13,13 @@ import (
 // excluding the writer for longer than one chunk's copy.
 //
 // Copies are budgeted: a writer that would take the copies past the
-// budget waits until the write has read (and let go of) enough of them, or
-// has read the chunk itself. Memory for copies is therefore at most the
-// budget plus one chunk, whatever the filters' size.
+// budget puts the chunk in the Freeze's spill instead (a scratch file the
+// image write owns, SetSpill), one write of a chunk, and the image write
+// reads it back from there. Memory for copies is therefore at most the
+// budget, whatever the filters' size, and a writer never waits for the
+// image write to reach a chunk. Only without a spill (or once writing to
+// it failed, or it is full) does a writer over budget wait until the
+// write has read (and let go of) enough copies, or the chunk itself.
 //
 // Locks: mu guards every Hold of the Freeze and the copies. The writer's
 // check of an array it does not hold (Dirty.x nil) costs nothing more than
@@ -27,9 +32,33 @@ type Freeze struct {
 	budget  uint64
 	copied  uint64 // bytes of copies not yet read
 	waiting int    // writers waiting on the budget
+	// spill takes the copies past the budget, at spillOff, up to
+	// spillLimit bytes; spillBuf is the chunk on its way there.
+	spill       Spill
+	spillOff    int64
+	spillLimit  int64
+	spillBuf    []byte
+	spillFailed bool
 	// Counters for the owner's statistics: chunks copied, bytes at most
-	// held in copies at once, and how often a writer waited on the budget.
-	Copies, Peak, Waits uint64
+	// held in copies at once, how often a writer waited on the budget, and
+	// the chunks put in the spill.
+	Copies, Peak, Waits, Spills uint64
+}
+
+// Spill is where a Freeze puts copies past its budget: a scratch file
+// the image write creates and removes. Each chunk is written once, at an
+// offset never reused, and read back once.
+type Spill interface {
+	io.ReaderAt
+	io.WriterAt
+}
+
+// SetSpill gives the Freeze a spill of at most limit bytes for the
+// copies past its budget. Its owner closes it once End has returned.
+func (f *Freeze) SetSpill(s Spill, limit int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spill, f.spillLimit = s, limit
 }
 
 // NewFreeze starts a Freeze whose copies may hold up to budget bytes.
@@ -54,6 +83,7 @@ type Hold struct {
 	pending []uint64 // chunks not yet read nor copied
 	all     []uint64 // the chunks the hold was taken on
 	copies  map[uint64][]byte
+	spilled map[uint64]int64 // chunk -> its offset in the spill
 	// inline holds the array's chunks, copied when the hold was taken, at
 	// their offsets (only the held ones filled): the caller's buffer, not
 	// the budget's.
@@ -61,6 +91,9 @@ type Hold struct {
 	// Bits is the change record the hold took from the array (Swap): a
 	// write that fails merges it back (Dirty.Merge).
 	Bits []uint64
+	// word and pend are Bits and pending for an array of up to 64 chunks
+	// (nearly every one): a hold in place (HoldIn) then allocates nothing.
+	word, pend [1]uint64
 }
 
 // Hold takes d's change record and holds the chunks an image of the array
@@ -73,18 +106,39 @@ type Hold struct {
 // matters for a cut of a million small filters (the garbage collector's
 // work, not the copies, was most of such a flush's CPU).
 func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) *Hold {
-	h := &Hold{f: f, d: d, size: size, read: read, Bits: d.Swap()}
+	h := &Hold{}
+	f.HoldIn(h, d, size, read, full, inline)
+	return h
+}
+
+// HoldIn is Hold into h, which the caller provides (a hold with inline,
+// of an array of up to 64 chunks, then allocates nothing: a cut of a
+// million small filters takes a million of them). h must be unused or
+// released.
+func (f *Freeze) HoldIn(h *Hold, d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) {
+	*h = Hold{f: f, d: d, size: size, read: read}
+	if d.x == nil || d.x.bits == nil {
+		h.word[0], d.word = d.word, 0 // Swap, into the hold
+		h.Bits = h.word[:]
+	} else {
+		h.Bits = d.Swap()
+	}
 	chunks := (size + ChunkSize - 1) / ChunkSize
+	words := (chunks + 63) / 64
+	h.pending = h.pend[:0]
+	if words > 1 {
+		h.pending = make([]uint64, 0, words)
+	}
 	if full {
-		h.pending = make([]uint64, (chunks+63)/64)
+		h.pending = h.pending[:words]
+		clear(h.pending)
 		for c := uint64(0); c < chunks; c++ {
 			h.pending[c>>6] |= 1 << (c & 63)
 		}
 	} else {
 		// Only chunks inside the array (a record never names others; it
 		// costs nothing to be sure).
-		words := (chunks + 63) / 64
-		h.pending = append([]uint64(nil), h.Bits[:min(uint64(len(h.Bits)), words)]...)
+		h.pending = append(h.pending, h.Bits[:min(uint64(len(h.Bits)), words)]...)
 		if r := chunks & 63; r != 0 && uint64(len(h.pending)) == words {
 			h.pending[words-1] &= 1<<r - 1
 		}
@@ -97,7 +151,7 @@ func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), 
 		})
 		h.all = h.pending // nothing is pending any more: Read reads inline
 		h.pending = nil
-		return h
+		return
 	}
 	h.all = append([]uint64(nil), h.pending...)
 	f.held[d] = h
@@ -106,7 +160,6 @@ func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), 
 	} else {
 		d.x.frozen = f
 	}
-	return h
 }
 
 func (h *Hold) chunkLen(c uint64) uint64 { return min(ChunkSize, h.size-c*ChunkSize) }
@@ -132,6 +185,9 @@ func (f *Freeze) before(d *Dirty, c uint64) {
 		return
 	}
 	n := h.chunkLen(c)
+	if f.copied+n > f.budget && f.toSpill(h, c, n) {
+		return
+	}
 	for f.copied+n > f.budget && h.isPending(c) && !f.done.Load() {
 		f.Waits++
 		f.waiting++
@@ -151,6 +207,32 @@ func (f *Freeze) before(d *Dirty, c uint64) {
 	f.copied += n
 	f.Copies++
 	f.Peak = max(f.Peak, f.copied)
+}
+
+// toSpill puts chunk c of h, n bytes, in the spill, if there is one with
+// room; f.mu is held. A spill that fails once is not tried again: the
+// writer waits on the budget instead, as without one.
+func (f *Freeze) toSpill(h *Hold, c, n uint64) bool {
+	if f.spill == nil || f.spillFailed || f.spillOff+int64(n) > f.spillLimit {
+		return false
+	}
+	if f.spillBuf == nil {
+		f.spillBuf = make([]byte, ChunkSize)
+	}
+	buf := f.spillBuf[:n]
+	h.read(buf, c*ChunkSize)
+	if _, err := f.spill.WriteAt(buf, f.spillOff); err != nil {
+		f.spillFailed = true
+		return false
+	}
+	if h.spilled == nil {
+		h.spilled = map[uint64]int64{}
+	}
+	h.spilled[c] = f.spillOff
+	f.spillOff += int64(n)
+	h.pending[c>>6] &^= 1 << (c & 63)
+	f.Spills++
+	return true
 }
 
 // unfreeze drops a hold's mark from the array; only its writer calls it.
@@ -178,6 +260,18 @@ func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error 
 	}
 	return EachChunk(h.all, func(c uint64) error {
 		f.mu.Lock()
+		if off, ok := h.spilled[c]; ok {
+			delete(h.spilled, c)
+			spill := f.spill
+			f.mu.Unlock()
+			// Written once at an offset no other chunk takes: read
+			// without the lock.
+			data := buf[:h.chunkLen(c)]
+			if _, err := spill.ReadAt(data, off); err != nil {
+				return err
+			}
+			return fn(c, data)
+		}
 		data, copied := h.copies[c]
 		switch {
 		case copied:
@@ -225,7 +319,7 @@ func (h *Hold) Release() {
 		}
 		f.wake()
 	}
-	h.copies, h.pending, h.all, h.read, h.inline = nil, nil, nil, nil, nil
+	h.copies, h.spilled, h.pending, h.all, h.read, h.inline = nil, nil, nil, nil, nil, nil
 }
 
 // End ends every hold of the Freeze: the image write has read what it
@@ -235,8 +329,9 @@ func (f *Freeze) End() {
 	defer f.mu.Unlock()
 	f.done.Store(true)
 	for _, h := range f.held {
-		h.copies, h.pending, h.read = nil, nil, nil
+		h.copies, h.spilled, h.pending, h.read = nil, nil, nil, nil
 	}
+	f.spill, f.spillBuf = nil, nil
 	clear(f.held)
 	f.copied = 0
 	f.cond.Broadcast()

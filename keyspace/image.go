@@ -80,7 +80,13 @@ type Cut struct {
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
 	scratch []byte   // the walk's copy of the small key it writes now
-	walked  bool     // cursor is set
+	// slab and metas are where captures put their keys and metadata, a
+	// few hundred at a time: a cut of a million small filters would
+	// otherwise allocate several objects a key, and the collector's work
+	// behind them slowed every write of the node.
+	slab    []CutKey
+	metas   []byte
+	walked  bool // cursor is set
 	ended   bool
 	aborted atomic.Bool
 }
@@ -98,6 +104,11 @@ type CutKey struct {
 	largest uint64
 	parts   []cutPart
 	kept    []engine.Kept // once written (release): what Restore merges back
+	// Room for a key of one array (nearly every key): its part, its hold
+	// when the walk copies it whole, and what Restore needs of it.
+	part0 [1]cutPart
+	hold0 engine.Hold
+	kept0 [1]engine.Kept
 }
 
 // release ends the key's holds once it is written, keeping only what
@@ -105,6 +116,9 @@ type CutKey struct {
 // took), so that a cut of a million keys keeps tens of bytes for each
 // until it ends rather than its holds.
 func (ck *CutKey) release() {
+	if !ck.Full && !ck.gone && len(ck.parts) == 1 {
+		ck.kept = ck.kept0[:0]
+	}
 	for _, p := range ck.parts {
 		p.h.Release()
 		if !ck.Full && !ck.gone {
@@ -120,9 +134,10 @@ type cutPart struct {
 }
 
 // DefaultCutBudget is how many bytes a cut's copies of chunks Apply
-// changed while it was written may hold at once (docs/OPERATIONS.md,
-// memory).
-const DefaultCutBudget = 256 << 20
+// changed while it was written may hold at once in memory
+// (docs/OPERATIONS.md, memory); past it they go to the cut's spill
+// (SetSpill), a write of 64 KiB each.
+const DefaultCutBudget = 32 << 20
 
 // inlineBytes: a key the walk captures whose arrays hold no more is
 // copied whole at once rather than held (no mark on its arrays, no
@@ -251,6 +266,19 @@ func (c *Cut) Copied() (chunks, peak, waits uint64) {
 	return c.freeze.Copies, c.freeze.Peak, c.freeze.Waits
 }
 
+// Spilled is how many chunks Apply put in the cut's spill (SetSpill)
+// rather than wait on the budget.
+func (c *Cut) Spilled() uint64 {
+	c.freeze.Lock()
+	defer c.freeze.Unlock()
+	return c.freeze.Spills
+}
+
+// SetSpill gives the cut a scratch file of at most limit bytes for the
+// copies past its budget (engine.Freeze.SetSpill), so that Apply never
+// waits for the walk. The caller keeps it open until the walk returns.
+func (c *Cut) SetSpill(s engine.Spill, limit int64) { c.freeze.SetSpill(s, limit) }
+
 // capture records key dk as it is now, which is as it was at the cut:
 // nothing changed it since (before would have captured it first). The
 // freeze's lock is held; byApply says the caller is Apply (which owns
@@ -265,13 +293,24 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 		v = d.keys[dk.key]
 		d.mu.RUnlock()
 	}
-	ck := &CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil}
+	if len(c.slab) == cap(c.slab) {
+		c.slab = make([]CutKey, 0, 256)
+	}
+	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil})
+	ck := &c.slab[len(c.slab)-1]
 	if v == nil {
 		return ck
 	}
-	ck.meta = encodeMeta(v)
-	var total uint64
-	eachPart(v, func(_ uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { total += size })
+	if cap(c.metas)-len(c.metas) < 512 {
+		c.metas = make([]byte, 0, 64<<10)
+	}
+	// Appended in place (or, when it is longer than the room left, where
+	// append moves it: the metadata before keeps the old array).
+	from := len(c.metas)
+	c.metas = appendMeta(c.metas, v)
+	ck.meta = c.metas[from:len(c.metas):len(c.metas)]
+	ck.parts = ck.part0[:0]
+	total := partsSize(v)
 	// A small key the walk captures is copied whole into the cut's
 	// scratch, which the walk reuses for the next key once this one is
 	// written.
@@ -284,11 +323,19 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	}
 	eachPart(v, func(part uint32, size uint64, dp *engine.Dirty, read func([]byte, uint64)) {
 		ck.largest = max(ck.largest, size)
-		var inline []byte
+		var h *engine.Hold
 		if scratch != nil {
+			var inline []byte
 			inline, scratch = scratch[:size:size], scratch[size:]
+			h = new(engine.Hold)
+			if len(ck.parts) == 0 {
+				h = &ck.hold0
+			}
+			c.freeze.HoldIn(h, dp, size, read, ck.Full, inline)
+		} else {
+			h = c.freeze.Hold(dp, size, read, ck.Full, nil)
 		}
-		ck.parts = append(ck.parts, cutPart{part, c.freeze.Hold(dp, size, read, ck.Full, inline)})
+		ck.parts = append(ck.parts, cutPart{part, h})
 	})
 	return ck
 }
@@ -415,6 +462,27 @@ func (ck *CutKey) Chunks(buf []byte, fn func(Chunk) error) error {
 	return nil
 }
 
+// partsSize is the bytes of a value's bit or bucket arrays (eachPart's
+// sizes, without the readers it makes).
+func partsSize(v *Value) uint64 {
+	var total uint64
+	switch {
+	case v == nil:
+	case v.Kind == KindBloom:
+		var one [1]*scalable.Link
+		for _, l := range v.Bloom().LinksIn(&one) {
+			total += l.BloomParams.Bytes
+		}
+	case v.Kind == KindCuckoo:
+		for _, t := range v.Cuckoo().Tables() {
+			total += uint64(len(t.Data))
+		}
+	case v.Kind == KindWindow:
+		total = v.Window().f.Size()
+	}
+	return total
+}
+
 // eachPart calls fn for each bit or bucket array of a value, in order:
 // its index, size, change record and a reader of its bytes.
 func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read func(dst []byte, off uint64))) {
@@ -447,11 +515,15 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 	}
 }
 
-func encodeMeta(v *Value) []byte {
+func encodeMeta(v *Value) []byte { return appendMeta(nil, v) }
+
+// appendMeta appends the key's stored metadata to b.
+func appendMeta(b []byte, v *Value) []byte {
 	ver := v.stamp() // the key is captured before Apply changes it: no stamp moves
-	b := []byte{metaVersion, byte(v.Kind)}
 	if ver != 0 {
-		b[0] = metaVersionVer
+		b = append(b, metaVersionVer, byte(v.Kind))
+	} else {
+		b = append(b, metaVersion, byte(v.Kind))
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(v.ExpireAt))
 	if ver != 0 {

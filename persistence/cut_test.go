@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
@@ -195,9 +196,9 @@ func TestFailedCutRestoresCopies(t *testing.T) {
 	}
 }
 
-// TestCutBudget: with a budget of one chunk, Apply waits for the walk
-// rather than copy more, and the table is still the state at the cut.
-func TestCutBudget(t *testing.T) {
+// oneChunkCut is a store and the fixture's keyspace with a cut taken at a
+// budget of one chunk, and the digests at the cut.
+func oneChunkCut(t *testing.T) (*Store, *keyspace.Keyspace, map[string]string, *keyspace.Cut) {
 	s := openMem(t)
 	k := keyspace.New()
 	k.TrackChanges()
@@ -205,7 +206,13 @@ func TestCutBudget(t *testing.T) {
 	cutFixture(k)
 	bfAdd(k, "big", "b", 20000)
 	want := digests(k)
-	cut := k.Cut()
+	return s, k, want, k.Cut()
+}
+
+// TestCutBudget: with a budget of one chunk, Apply waits for the walk
+// rather than copy more, and the table is still the state at the cut.
+func TestCutBudget(t *testing.T) {
+	s, k, want, cut := oneChunkCut(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -224,6 +231,47 @@ func TestCutBudget(t *testing.T) {
 	_, peak, _ := cut.Copied()
 	if peak > 64<<10 {
 		t.Fatalf("copies held %d bytes at once, over a budget of one chunk", peak)
+	}
+	loaded, _, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameDigests(t, want, digests(loaded))
+}
+
+// TestCutSpill: with a spill and a budget of one chunk, Apply changes
+// every held chunk before the walk has read any (without a spill it would
+// wait for a walk that has not started) and the table is still the state
+// at the cut, the chunks read back from the spill included.
+func TestCutSpill(t *testing.T) {
+	s, k, want, cut := oneChunkCut(t)
+	spill := s.NewSpill()
+	if spill == nil {
+		t.Fatal("no spill")
+	}
+	spill.Attach(cut)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := range 3 {
+			during(k, round)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Apply waited for the walk")
+	}
+	tb, err := s.WriteCut(cut, 1, nil)
+	spill.Close()
+	if err == nil {
+		err = tb.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, peak, waits := cut.Copied(); waits != 0 || peak > 64<<10 || cut.Spilled() == 0 {
+		t.Fatalf("waits %d, peak %d bytes, %d chunks spilled: want none, one chunk at most, some", waits, peak, cut.Spilled())
 	}
 	loaded, _, err := s.Load()
 	if err != nil {

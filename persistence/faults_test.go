@@ -16,14 +16,19 @@ import (
 
 // failing injects an error into every matching operation on a table being
 // built while it is on (linking it in falls back to a copy, so a failing
-// link is no fault).
+// link is no fault). A sync is any of them (a table is written back as it
+// goes and synced with fdatasync at its end).
 type failing struct {
 	on   atomic.Bool
 	kind errorfs.OpKind
 }
 
 func (f *failing) MaybeError(op errorfs.Op) error {
-	if f.on.Load() && op.Kind == f.kind && strings.Contains(op.Path, ".sst") {
+	kind := op.Kind
+	if kind == errorfs.OpFileSyncData || kind == errorfs.OpFileSyncTo {
+		kind = errorfs.OpFileSync
+	}
+	if f.on.Load() && kind == f.kind && strings.Contains(op.Path, ".sst") {
 		return errorfs.ErrInjected
 	}
 	return nil

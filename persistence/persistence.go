@@ -316,8 +316,17 @@ func (s *Store) newTable(size uint64) (*Table, error) {
 		TableFormat: s.db.FormatMajorVersion().MaxTableFormat(), Compression: sstable.NoCompression,
 		BlockSize: 64 << 10, DisableValueBlocks: true,
 	}
+	// Written back as it goes (sync_file_range every MiB, waiting for the
+	// MiB before), as Pebble writes its own tables: a gigabyte left dirty
+	// until the table's sync would hold the Raft log's next sync, and every
+	// durable write with it, behind the whole of it.
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: tableBytesPerSync})
 	return &Table{s: s, path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), checked: size}, nil
 }
+
+// tableBytesPerSync is how often a table being written asks the kernel to
+// write back what it holds (newTable).
+const tableBytesPerSync = 1 << 20
 
 func (t *Table) set(k, v []byte) {
 	if t.err == nil {
@@ -472,6 +481,54 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		return nil, err
 	}
 	return t, nil
+}
+
+// Spill is a cut's scratch file for the chunks Apply copies past the
+// cut's budget (keyspace.Cut.SetSpill), in the table directory, which Open
+// empties: a crash leaves nothing behind for long. Its methods do nothing
+// on a nil Spill.
+type Spill struct {
+	s     *Store
+	path  string
+	f     vfs.File
+	limit int64
+}
+
+// NewSpill creates a spill allowed half of the free space beyond the
+// reserve (the table takes as much again); nil when there is no room or
+// it cannot be created: Apply then waits on the budget instead. The
+// caller attaches it to a cut as soon as the cut is taken, and closes it
+// once the cut's walk has returned.
+func (s *Store) NewSpill() *Spill {
+	free, err := s.fs.GetDiskUsage(s.opts.Dir)
+	limit := int64(1) << 40
+	if err == nil {
+		if free.AvailBytes <= s.opts.Reserve {
+			return nil
+		}
+		limit = int64((free.AvailBytes - s.opts.Reserve) / 2)
+	}
+	path := s.fs.PathJoin(s.tmp, "spill-"+strconv.FormatUint(s.seq.Add(1), 10))
+	f, err := s.fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil
+	}
+	return &Spill{s: s, path: path, f: f, limit: limit}
+}
+
+// Attach makes sp the cut's spill.
+func (sp *Spill) Attach(cut *keyspace.Cut) {
+	if sp != nil {
+		cut.SetSpill(sp.f, sp.limit)
+	}
+}
+
+// Close removes the spill.
+func (sp *Spill) Close() {
+	if sp != nil {
+		sp.f.Close()
+		sp.s.fs.Remove(sp.path)
+	}
 }
 
 // CompactShadowed rewrites the image as one sorted run in the bottom level

@@ -53,9 +53,10 @@ type fsm struct {
 	// inKS is the latest entry applied to the keyspace, set under mu
 	// (applied moves just after mu is let go): the index a cut is at.
 	inKS uint64
-	// cutCopies, cutPeak and cutWaits are the latest cut's copy-on-write
+	// cutCopies and cutPeak are the latest cut's copy-on-write, cutWaits
+	// and cutSpills the budget waits and spilled chunks of all cuts
 	// (keyspace.Cut.Copied), for INFO persistence.
-	cutCopies, cutPeak, cutWaits atomic.Uint64
+	cutCopies, cutPeak, cutWaits, cutSpills atomic.Uint64
 	// changed is the index of the latest applied entry that may have
 	// changed state; entries after it carried no command (lease renewals,
 	// a new leader's first entry, membership), so a read needs nothing
@@ -473,6 +474,7 @@ func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
 // applied index and replicated metadata at the same point.
 type pendingCut struct {
 	cut     *keyspace.Cut
+	spill   *persistence.Spill // removed once the cut is written
 	applied uint64
 	extra   map[string][]byte
 }
@@ -490,9 +492,13 @@ func (f *fsm) take() (*pendingCut, error) {
 			return nil, f.report(faultLog, err)
 		}
 	}
+	// The spill is ready before the cut, so that Apply never waits on
+	// the cut's budget.
+	spill := f.store.NewSpill()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.halt.Load(); err != nil {
+		spill.Close()
 		return nil, *err
 	}
 	members, _ := json.Marshal(f.members)
@@ -501,7 +507,9 @@ func (f *fsm) take() (*pendingCut, error) {
 	// The keyspace holds every entry up to inKS (set under mu); applied
 	// may be past it by entries that changed nothing in it, or behind it
 	// by the entry whose Apply just released mu.
-	return &pendingCut{cut: f.ks.Load().Cut(), applied: max(f.applied.Load(), f.inKS),
+	cut := f.ks.Load().Cut()
+	spill.Attach(cut)
+	return &pendingCut{cut: cut, spill: spill, applied: max(f.applied.Load(), f.inKS),
 		extra: map[string][]byte{membersKey: members, votersKey: voters, usersKey: users}}, nil
 }
 
@@ -509,6 +517,7 @@ func (f *fsm) take() (*pendingCut, error) {
 // goes back into the change record.
 func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
 	t, err := f.store.WriteCut(p.cut, p.applied, p.extra)
+	p.spill.Close() // the walk is over: Apply puts nothing more in it
 	if err != nil {
 		f.mu.Lock()
 		p.cut.Restore()
@@ -528,6 +537,7 @@ func (f *fsm) noteCut(c *keyspace.Cut) {
 	f.cutCopies.Store(copies)
 	f.cutPeak.Store(peak)
 	f.cutWaits.Add(waits)
+	f.cutSpills.Add(c.Spilled())
 }
 
 // commit makes a cut's table durable; if that fails, the cut goes back

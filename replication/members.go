@@ -303,5 +303,6 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_cut_copied_chunks", u(n.fsm.cutCopies.Load())},
 		{"image_cut_copied_peak_bytes", u(n.fsm.cutPeak.Load())},
 		{"image_cut_budget_waits", u(n.fsm.cutWaits.Load())},
+		{"image_cut_spilled_chunks", u(n.fsm.cutSpills.Load())},
 	}
 }

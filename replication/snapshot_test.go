@@ -260,3 +260,52 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 		t.Fatalf("installed %d", follower.installed.Load())
 	}
 }
+
+// TestSnapshotStreamPaced: the snapshot store asks for its stream to be
+// written back as it is written (pacedSink), and what it stores reads back
+// whole, in small writes or large ones.
+func TestSnapshotStreamPaced(t *testing.T) {
+	store, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	data := make([]byte, 6<<20+123)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for _, piece := range []int{4096, 3 << 20} {
+		sink, err := store.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := sink.(*pacedSink)
+		if !ok {
+			t.Fatalf("the sink is a %T, not paced", sink)
+		}
+		for b := data; len(b) > 0; {
+			n := min(piece, len(b))
+			if _, err := sink.Write(b[:n]); err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+		if p.synced < int64(len(data))-2<<20-snapshotBytesPerSync {
+			t.Fatalf("written back to %d of %d bytes", p.synced, len(data))
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, rc, err := store.Open(sink.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
+		}
+	}
+}

@@ -34,8 +34,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +64,10 @@ var (
 	flushEvery = flag.Duration("flush-interval", 5*time.Second, "bfserver --flush-interval")
 	flushes    = flag.Int("flushes", 3, "flushes to see in the steady phase (bfserver; RedisBloom runs as long)")
 	bfArgs     = flag.String("bfargs", "", "extra bfserver flags, space-separated")
+	debugAddr  = flag.String("debug-addr", "", "bfserver --debug-addr; with -profile, where the profiles are fetched")
+	profile    = flag.String("profile", "", "with -debug-addr: write a CPU profile (PREFIX.cpu) and an execution trace (PREFIX.trace) of the steady phase's first -profile-for")
+	profileFor = flag.Duration("profile-for", 12*time.Second, "how long -profile records")
+	worstN     = flag.Int("worst", 5, "the steady phase's longest writes to list, with when they began")
 )
 
 func main() {
@@ -104,6 +110,9 @@ func startBF() *server {
 	check(err)
 	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", *basePort), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", *basePort+1),
 		"--data-dir", dir, "--fsync", "always", "--flush-interval", flushEvery.String(), "--max-filter-bytes", "4294967296"}
+	if *debugAddr != "" {
+		args = append(args, "--debug-addr", *debugAddr)
+	}
 	args = append(args, strings.Fields(*bfArgs)...)
 	s := &server{name: "bfserver", port: *basePort, dir: dir, cmd: exec.Command(*bfBin, args...)}
 	log, err := os.Create(filepath.Join(os.TempDir(), "bfstall-bfserver.log"))
@@ -192,6 +201,7 @@ func (s *server) info(c *redis.Client, field string) string {
 type probe struct {
 	mu     sync.Mutex
 	lat    []time.Duration
+	at     []time.Time // when each write began
 	errs   map[string]int
 	worst  time.Duration
 	worstT time.Time
@@ -212,6 +222,7 @@ func startProbe(s *server) *probe {
 			d := time.Since(began)
 			p.mu.Lock()
 			p.lat = append(p.lat, d)
+			p.at = append(p.at, began)
 			if d > p.worst {
 				p.worst, p.worstT = d, began
 			}
@@ -367,9 +378,26 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	p.mu.Lock()
 	steadyFrom := len(p.lat)
 	p.mu.Unlock()
+	if s.cmd != nil {
+		c.Do(ctx, "CONFIG", "RESETSTAT") // INFO writestages covers the steady phase
+	}
 	stop := make(chan struct{})
 	wg := steadyLoad(s, mk, stop)
 	steadyStart := time.Now()
+	var profiling sync.WaitGroup
+	if *profile != "" && *debugAddr != "" && s.cmd != nil {
+		for _, kind := range [][2]string{{"profile", "cpu"}, {"trace", "trace"}} {
+			profiling.Add(1)
+			go func() {
+				defer profiling.Done()
+				fetch(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", *debugAddr, kind[0], int(profileFor.Seconds())), *profile+"."+kind[1])
+			}()
+		}
+	}
+	// The timeline: when each image table was ingested and when BGSAVE
+	// was asked, against the steady phase's start.
+	var events []string
+	lastTables := -1
 	tables := func() int {
 		n, _ := strconv.Atoi(s.info(c, "image_tables_ingested"))
 		return n
@@ -384,8 +412,17 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	for {
 		time.Sleep(100 * time.Millisecond)
 		el := time.Since(steadyStart)
+		if s.cmd != nil {
+			if n := tables(); n != lastTables {
+				if lastTables >= 0 {
+					events = append(events, fmt.Sprintf("table %d at +%.1f s", n-t0, el.Seconds()))
+				}
+				lastTables = n
+			}
+		}
 		if !saved && el > *flushEvery+*flushEvery/2 {
 			saved = true
+			events = append(events, fmt.Sprintf("BGSAVE at +%.1f s", el.Seconds()))
 			if err := c.Do(ctx, "BGSAVE").Err(); err != nil {
 				fmt.Printf("   BGSAVE: %v\n", err)
 			}
@@ -405,6 +442,7 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	close(stop)
 	wg.Wait()
 	p.finish()
+	profiling.Wait()
 	steady := time.Since(steadyStart)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -415,16 +453,59 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 		if winBytes > 0 {
 			fmt.Printf(" (%.3f of the window's %d MiB)", per/float64(winBytes), winBytes>>20)
 		}
-		fmt.Printf("; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits\n",
-			s.info(c, "image_cut_copied_chunks"), s.info(c, "image_cut_copied_peak_bytes"), s.info(c, "image_cut_budget_waits"))
+		fmt.Printf("; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits, %s spilled\n",
+			s.info(c, "image_cut_copied_chunks"), s.info(c, "image_cut_copied_peak_bytes"), s.info(c, "image_cut_budget_waits"), s.info(c, "image_cut_spilled_chunks"))
 	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
 	st := p.lat[steadyFrom:]
 	fmt.Printf("   probe in the steady phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
 		len(st), ms(slices.Max(append(st, 0))), ms(quantile(st, 0.999)), ms(quantile(st, 0.99)), ms(quantile(st, 0.5)))
+	if len(events) > 0 {
+		fmt.Printf("   timeline: %s\n", strings.Join(events, ", "))
+	}
+	idx := make([]int, len(st))
+	for i := range idx {
+		idx[i] = steadyFrom + i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(p.lat[b] - p.lat[a]) })
+	var worst []string
+	for _, i := range idx[:min(len(idx), *worstN)] {
+		worst = append(worst, fmt.Sprintf("%.1f ms at +%.2f s", ms(p.lat[i]), p.at[i].Sub(steadyStart).Seconds()))
+	}
+	fmt.Printf("   longest in the steady phase: %s\n", strings.Join(worst, ", "))
+	if s.cmd != nil {
+		// Where a durable write's time went: the log's write and sync
+		// (store) and the state machine (fsm_apply) above all.
+		if txt, err := c.Info(ctx, "writestages").Result(); err == nil {
+			for _, line := range strings.Split(txt, "\r\n") {
+				for _, st := range []string{"stage_store:", "stage_fsm_apply:", "stage_total:"} {
+					if strings.HasPrefix(line, st) {
+						fmt.Printf("   %s\n", line)
+					}
+				}
+			}
+		}
+	}
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 	return result{steady: steady}
+}
+
+// fetch writes what url serves into file (a profile of the server).
+func fetch(url, file string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		fmt.Printf("   profile: %v\n", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Printf("   profile: %v\n", err)
+		return
+	}
+	defer f.Close()
+	io.Copy(f, resp.Body)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -68,21 +68,34 @@ func Run(ctx context.Context, o Options) {
 	idle := time.NewTicker(o.IdleCheck)
 	defer idle.Stop()
 	var ms runtime.MemStats
+	// allow is the garbage allowed at the last collection; lastAlloc the
+	// bytes allocated in all by the last idle check.
+	allow, lastAlloc := o.Headroom, uint64(0)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-idle.C:
+			if ctx.Err() != nil {
+				return // both were ready: select chose at random
+			}
 			// A burst (a LOADCHUNK stream, a snapshot) can leave garbage
 			// that no later allocation collects: collect it, and give the
-			// pages back, once it is worth half the headroom. What the
-			// last collection found live may have died since (a bulk
-			// load's entries, once applied), unseen until the next one:
-			// with none for IdleGC, collect anyway.
+			// pages back, once it is worth half the garbage allowed and
+			// the node has stopped allocating (while it allocates, the runtime's
+			// own collection comes soon: forcing one then only doubled
+			// the collections of a node of a million small filters, each
+			// a scan of millions of objects, and gave back pages the next
+			// allocations faulted in again). What the last collection
+			// found live may have died since (a bulk load's entries, once
+			// applied), unseen until the next one: with none for IdleGC,
+			// collect anyway.
 			metrics.Read(sample)
 			runtime.ReadMemStats(&ms)
 			stale := time.Since(time.Unix(0, int64(ms.LastGC))) > o.IdleGC
-			if live := sample[0].Value.Uint64(); stale || ms.HeapAlloc > live+o.Headroom/2 || ms.HeapIdle-ms.HeapReleased > o.Headroom/2 {
+			quiet := ms.TotalAlloc < lastAlloc+allow/8
+			lastAlloc = ms.TotalAlloc
+			if live := sample[0].Value.Uint64(); stale || quiet && (ms.HeapAlloc > live+allow/2 || ms.HeapIdle-ms.HeapReleased > allow/2) {
 				debug.FreeOSMemory()
 			}
 			trimC() // C's free memory is not in the heap's figures: trim it at every check
@@ -98,7 +111,8 @@ func Run(ctx context.Context, o Options) {
 		if sample[1].Value.Kind() == metrics.KindUint64 {
 			scan = sample[1].Value.Uint64()
 		}
-		p := Percent(live, max(o.Headroom, scan/ScanShare))
+		allow = max(o.Headroom, scan/ScanShare)
+		p := Percent(live, allow)
 		debug.SetGCPercent(p)
 		// The heap's goal, plus the runtime's memory beside the heap and
 		// room for the next burst of allocation: above it the scavenger
