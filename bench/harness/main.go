@@ -51,6 +51,7 @@ var (
 	// peer mode
 	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
 	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory); windows mode: memory runs both in memory")
+	fillReads  = flag.Bool("fill", true, "peer mode: fill the read cases' filters first (random bits: a Bloom filter at capacity); false: lookups in empty ones, pages never touched")
 	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run")
 	portBase   = flag.Int("port-base", 0, "first port of a range to use for the servers (0: any free port)")
 	nextPort   int
@@ -577,10 +578,15 @@ func memory() {
 
 // fillRandom writes random bytes into every chunk of a Bloom filter, so
 // every page of it is touched, through SCANDUMP/LOADCHUNK.
-func fillRandom(c *redis.Client, key string) {
+func fillRandom(c *redis.Client, key string) { fillRandomAs(c, "BF", key) }
+
+// fillRandomAs is fillRandom for a filter of family ("BF" or "CF"): a
+// Bloom filter then has half its bits set, as at its capacity, and a
+// Cuckoo filter random fingerprints in every slot.
+func fillRandomAs(c *redis.Client, family, key string) {
 	ctx := context.Background()
-	for it := int64(1); ; {
-		res, err := c.Do(ctx, "BF.SCANDUMP", key, it).Slice()
+	for it := int64(1); ; { // past the header
+		res, err := c.Do(ctx, family+".SCANDUMP", key, it).Slice()
 		check(err)
 		next := res[0].(int64)
 		if next == 0 {
@@ -590,7 +596,7 @@ func fillRandom(c *redis.Client, key string) {
 		for i := range data {
 			data[i] = byte(rand.Uint32())
 		}
-		check(c.Do(ctx, "BF.LOADCHUNK", key, next, data).Err())
+		check(c.Do(ctx, family+".LOADCHUNK", key, next, data).Err())
 		it = next
 	}
 }

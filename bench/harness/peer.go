@@ -158,6 +158,14 @@ func peer() {
 			s.do("CF.RESERVE", "cf", "100000000")
 			s.do("BF.ADD", "bf", "x")
 			s.do("CF.ADD", "cf", "x")
+			if i == 0 && *fillReads {
+				// The lookups find filters as full as a cache guard's:
+				// every page of them in use, half a Bloom filter's bits set.
+				c := s.client()
+				fillRandomAs(c, "BF", "bf")
+				fillRandomAs(c, "CF", "cf")
+				c.Close()
+			}
 		}
 		var cases []peerCase
 		if i == 0 {
