@@ -479,6 +479,10 @@ func partsSize(v *Value) uint64 {
 		}
 	case v.Kind == KindWindow:
 		total = v.Window().f.Size()
+	default:
+		if sk := v.Sketch(); sk != nil { // eachPart's one array of a sketch
+			total, _, _ = sk.s.Array()
+		}
 	}
 	return total
 }
