@@ -67,8 +67,12 @@ type Chunk struct {
 // carries it again.
 type Cut struct {
 	k *Keyspace
-	// Keys are the keys walked so far, in walk (chunk-key) order.
-	Keys []*CutKey
+	// Keys are the keys walked so far, in walk (chunk-key) order: what
+	// the image's marks and metadata need of each, by value.
+	Keys []Walked
+	// inPlace are the walked keys changed in place (not Full, not gone):
+	// what Restore merges back of their holds.
+	inPlace []*CutKey
 	// Records are the keyspace's own changed records (version tracking),
 	// copied at the cut.
 	Records []Record
@@ -90,6 +94,32 @@ type Cut struct {
 	ended   bool
 	aborted atomic.Bool
 }
+
+// Walked is a key the walk has written, as the image's later sections
+// (marks, metadata) need it. A cut used to keep every key's whole
+// capture (a CutKey, ~320 bytes of pointers) until its table was
+// written: with a million filters just created, that doubled the live
+// heap for the length of the flush and the collector scanned all of it
+// at every cycle, while the writes creating them waited.
+type Walked struct {
+	Key     string
+	meta    []byte
+	largest uint64
+	DB      uint8
+	// Full: the key was created, replaced or removed (CutKey.Full).
+	Full bool
+	gone bool
+}
+
+// Gone reports whether the key no longer exists at the cut.
+func (w *Walked) Gone() bool { return w.gone }
+
+// Largest is the size of the key's largest array at the cut, 0 when it
+// holds none or is gone.
+func (w *Walked) Largest() uint64 { return w.largest }
+
+// Meta is the key's stored metadata at the cut, or nil when it is gone.
+func (w *Walked) Meta() []byte { return w.meta }
 
 // CutKey is one changed key of a Cut, as it was at the cut.
 type CutKey struct {
@@ -215,22 +245,39 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		keys = append(keys, dk)
 	}
 	slices.SortFunc(keys, chunkOrder)
+	c.Keys = slices.Grow(c.Keys, len(keys))
+	// done is the walk's last capture once written, when nothing needs
+	// it any more: its slab slot is taken again by the next capture if
+	// no early one came after it (created keys, most of a large cut,
+	// then cost the walk no allocation).
+	var done *CutKey
 	for _, dk := range keys {
 		if c.aborted.Load() {
 			return ErrCutAborted
 		}
 		c.freeze.Lock()
+		if n := len(c.slab); done != nil && n > 0 && &c.slab[n-1] == done {
+			c.slab = c.slab[:n-1]
+		}
+		done = nil
 		ck := c.early[dk]
-		if ck != nil {
+		early := ck != nil
+		if early {
 			delete(c.early, dk)
 		} else {
 			ck = c.capture(dk, false)
 		}
 		c.cursor, c.walked = dk, true
 		c.freeze.Unlock()
-		c.Keys = append(c.Keys, ck)
+		c.Keys = append(c.Keys, Walked{Key: ck.Key, meta: ck.meta, largest: ck.largest, DB: ck.DB, Full: ck.Full, gone: ck.gone})
 		err := fn(ck)
 		ck.release()
+		switch {
+		case !ck.Full && !ck.gone:
+			c.inPlace = append(c.inPlace, ck)
+		case !early:
+			done = ck
+		}
 		if err != nil {
 			return err
 		}
@@ -421,7 +468,12 @@ func (c *Cut) Restore() {
 			}
 		}
 	}
-	for _, ck := range c.Keys {
+	for i := range c.Keys {
+		if w := &c.Keys[i]; w.gone {
+			k.dirty[dirtyKey{w.DB, w.Key}] = true
+		}
+	}
+	for _, ck := range c.inPlace {
 		merge(ck)
 	}
 	for _, ck := range c.early {
