@@ -74,7 +74,7 @@ func (k *Keyspace) reserve(c *command.Cmd, kind Kind, mk func(*command.Cmd) (*Va
 	if err != nil {
 		return Result{Err: err}
 	}
-	k.set(c.DB, string(c.Key), nv)
+	k.create(c.DB, string(c.Key), nv)
 	return Result{}
 }
 
@@ -93,7 +93,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		k.set(c.DB, string(c.Key), v)
+		k.create(c.DB, string(c.Key), v)
 	}
 	r := Result{Ints: make([]int64, 0, len(c.Items))}
 	ch := v.Bloom()

@@ -79,7 +79,7 @@ type Cut struct {
 	head    bool   // the tracking header is among Records
 	pages   uint64 // the pages of missing keys' stamps among Records
 
-	pending map[dirtyKey]bool // the change record taken; read only
+	pending map[dirtyKey]change // the change record taken; read only
 	freeze  *engine.Freeze    // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
@@ -126,8 +126,10 @@ type CutKey struct {
 	DB  uint8
 	Key string
 	// Full: drop every stored chunk of the key before writing its chunks
-	// (it was created, replaced or removed).
+	// (it was created, replaced or removed), unless Fresh: created where
+	// the image holds nothing of it, so there is nothing to drop.
 	Full    bool
+	Fresh   bool
 	cut     *Cut
 	gone    bool
 	meta    []byte
@@ -181,9 +183,9 @@ func (k *Keyspace) SetCutBudget(n uint64) { k.cutBudget = n }
 // TrackChanges starts recording changes for Cut. Keys loaded in an older
 // form (rewrite) are recorded at once, to be written whole.
 func (k *Keyspace) TrackChanges() {
-	k.dirty, k.markedOK = map[dirtyKey]bool{}, false
+	k.dirty, k.markedOK = map[dirtyKey]change{}, false
 	for _, dk := range k.rewrite {
-		k.dirty[dk] = true
+		k.dirty[dk] = whole
 	}
 	k.rewrite = nil
 }
@@ -203,7 +205,7 @@ func (k *Keyspace) Cut() *Cut {
 	}
 	c := &Cut{k: k, pending: k.dirty, freeze: engine.NewFreeze(budget), early: map[dirtyKey]*CutKey{}}
 	if k.dirty != nil {
-		k.dirty = map[dirtyKey]bool{}
+		k.dirty = map[dirtyKey]change{}
 	}
 	k.markedOK = false
 	k.forget() // the next lookup of every key goes through the cut
@@ -343,7 +345,8 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]CutKey, 0, 256)
 	}
-	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil})
+	ch := c.pending[dk]
+	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: ch != inPlace || v == nil, Fresh: ch == fresh && v != nil, cut: c, gone: v == nil})
 	ck := &c.slab[len(c.slab)-1]
 	if v == nil {
 		return ck
@@ -442,13 +445,13 @@ func (c *Cut) Restore() {
 	// The two records merge into the larger: a cut of a million keys
 	// restored beside a few new changes costs those few.
 	if len(k.dirty) <= len(c.pending) {
-		for dk, full := range k.dirty {
-			c.pending[dk] = c.pending[dk] || full
+		for dk, ch := range k.dirty {
+			c.pending[dk] = max(c.pending[dk], ch)
 		}
 		k.dirty = c.pending
 	} else {
-		for dk, full := range c.pending {
-			k.dirty[dk] = k.dirty[dk] || full
+		for dk, ch := range c.pending {
+			k.dirty[dk] = max(k.dirty[dk], ch)
 		}
 	}
 	c.pending = nil
@@ -458,7 +461,7 @@ func (c *Cut) Restore() {
 	merge := func(ck *CutKey) {
 		switch {
 		case ck.gone:
-			k.dirty[dirtyKey{ck.DB, ck.Key}] = true
+			k.dirty[dirtyKey{ck.DB, ck.Key}] = whole
 		case !ck.Full:
 			for _, p := range ck.parts {
 				p.h.Merge()
@@ -470,7 +473,7 @@ func (c *Cut) Restore() {
 	}
 	for i := range c.Keys {
 		if w := &c.Keys[i]; w.gone {
-			k.dirty[dirtyKey{w.DB, w.Key}] = true
+			k.dirty[dirtyKey{w.DB, w.Key}] = whole
 		}
 	}
 	for _, ck := range c.inPlace {

@@ -395,7 +395,7 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	// Chunks ("c"), in chunk-key order (Walk's): database, key length, key.
 	buf := make([]byte, engine.ChunkSize)
 	if err := cut.Walk(func(ck *keyspace.CutKey) error {
-		if ck.Full {
+		if ck.Full && !ck.Fresh {
 			p := chunkPrefix(ck.DB, ck.Key)
 			if t.err == nil {
 				t.err = t.w.DeleteRange(p, prefixEnd(p))
