@@ -80,7 +80,7 @@ type Cut struct {
 	pages   uint64 // the pages of missing keys' stamps among Records
 
 	pending map[dirtyKey]change // the change record taken; read only
-	freeze  *engine.Freeze    // its lock guards what follows
+	freeze  *engine.Freeze      // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
 	scratch []byte   // the walk's copy of the small key it writes now
