@@ -13,6 +13,7 @@
 //	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
 //	go run ./bench/stall -scenario window -redisbloom ''   # one large sliding window (bfserver only)
 //	go run ./bench/stall -bfserver OLD -redisbloom ''   # another build only
+//	go run ./bench/stall -scenario small -create-only -redisbloom ''   # the creation phase alone, then its flushes
 //
 // The scenarios:
 //
@@ -494,6 +495,9 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
+	ld := p.lat[:steadyFrom]
+	fmt.Printf("   probe in the load phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
+		len(ld), ms(slices.Max(append(ld, 0))), ms(quantile(ld, 0.999)), ms(quantile(ld, 0.99)), ms(quantile(ld, 0.5)))
 	st := p.lat[steadyFrom:]
 	fmt.Printf("   probe in the steady phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
 		len(st), ms(slices.Max(append(st, 0))), ms(quantile(st, 0.999)), ms(quantile(st, 0.99)), ms(quantile(st, 0.5)))
