@@ -141,13 +141,22 @@ func NewBloom(p BloomParams) *Bloom {
 // Init makes b a zeroed filter with the given parameters, in place, for a
 // Bloom embedded in a larger struct (one allocation instead of two). A
 // Bloom must not be copied once initialised.
-func (b *Bloom) Init(p BloomParams) {
-	words := make([]uint64, (p.Bytes+7)/8)
+func (b *Bloom) Init(p BloomParams) { b.InitIn(p, nil) }
+
+// InitIn is Init with the bit array in buf when it is long enough (zeroed,
+// and as long-lived as b: the caller's struct that embeds b, so that a
+// small filter is one object for the collector to mark, not two).
+func (b *Bloom) InitIn(p BloomParams, buf []uint64) {
+	n := (p.Bytes + 7) / 8
+	words := buf[:min(uint64(len(buf)), n)]
+	if uint64(len(words)) < n {
+		words = make([]uint64, n)
+		adviseHuge(words)
+	}
 	*b = Bloom{shape: shapeOf(p), Dirty: newDirty(p.Bytes)}
 	if len(words) > 0 {
 		b.w = &words[0]
 	}
-	adviseHuge(words)
 }
 
 // shapes interns shapes by their parameters. An entry goes when no filter

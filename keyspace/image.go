@@ -67,16 +67,20 @@ type Chunk struct {
 // carries it again.
 type Cut struct {
 	k *Keyspace
-	// Keys are the keys walked so far, in walk (chunk-key) order.
-	Keys []*CutKey
+	// Keys are the keys walked so far, in walk (chunk-key) order: what
+	// the image's marks and metadata need of each, by value.
+	Keys []Walked
+	// inPlace are the walked keys changed in place (not Full, not gone):
+	// what Restore merges back of their holds.
+	inPlace []*CutKey
 	// Records are the keyspace's own changed records (version tracking),
 	// copied at the cut.
 	Records []Record
 	head    bool   // the tracking header is among Records
 	pages   uint64 // the pages of missing keys' stamps among Records
 
-	pending map[dirtyKey]bool // the change record taken; read only
-	freeze  *engine.Freeze    // its lock guards what follows
+	pending map[dirtyKey]change // the change record taken; read only
+	freeze  *engine.Freeze      // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
 	scratch []byte   // the walk's copy of the small key it writes now
@@ -91,13 +95,41 @@ type Cut struct {
 	aborted atomic.Bool
 }
 
+// Walked is a key the walk has written, as the image's later sections
+// (marks, metadata) need it. A cut used to keep every key's whole
+// capture (a CutKey, ~320 bytes of pointers) until its table was
+// written: with a million filters just created, that doubled the live
+// heap for the length of the flush and the collector scanned all of it
+// at every cycle, while the writes creating them waited.
+type Walked struct {
+	Key     string
+	meta    []byte
+	largest uint64
+	DB      uint8
+	// Full: the key was created, replaced or removed (CutKey.Full).
+	Full bool
+	gone bool
+}
+
+// Gone reports whether the key no longer exists at the cut.
+func (w *Walked) Gone() bool { return w.gone }
+
+// Largest is the size of the key's largest array at the cut, 0 when it
+// holds none or is gone.
+func (w *Walked) Largest() uint64 { return w.largest }
+
+// Meta is the key's stored metadata at the cut, or nil when it is gone.
+func (w *Walked) Meta() []byte { return w.meta }
+
 // CutKey is one changed key of a Cut, as it was at the cut.
 type CutKey struct {
 	DB  uint8
 	Key string
 	// Full: drop every stored chunk of the key before writing its chunks
-	// (it was created, replaced or removed).
+	// (it was created, replaced or removed), unless Fresh: created where
+	// the image holds nothing of it, so there is nothing to drop.
 	Full    bool
+	Fresh   bool
 	cut     *Cut
 	gone    bool
 	meta    []byte
@@ -151,9 +183,9 @@ func (k *Keyspace) SetCutBudget(n uint64) { k.cutBudget = n }
 // TrackChanges starts recording changes for Cut. Keys loaded in an older
 // form (rewrite) are recorded at once, to be written whole.
 func (k *Keyspace) TrackChanges() {
-	k.dirty, k.markedOK = map[dirtyKey]bool{}, false
+	k.dirty, k.markedOK = map[dirtyKey]change{}, false
 	for _, dk := range k.rewrite {
-		k.dirty[dk] = true
+		k.dirty[dk] = whole
 	}
 	k.rewrite = nil
 }
@@ -173,7 +205,7 @@ func (k *Keyspace) Cut() *Cut {
 	}
 	c := &Cut{k: k, pending: k.dirty, freeze: engine.NewFreeze(budget), early: map[dirtyKey]*CutKey{}}
 	if k.dirty != nil {
-		k.dirty = map[dirtyKey]bool{}
+		k.dirty = map[dirtyKey]change{}
 	}
 	k.markedOK = false
 	k.forget() // the next lookup of every key goes through the cut
@@ -215,22 +247,39 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		keys = append(keys, dk)
 	}
 	slices.SortFunc(keys, chunkOrder)
+	c.Keys = slices.Grow(c.Keys, len(keys))
+	// done is the walk's last capture once written, when nothing needs
+	// it any more: its slab slot is taken again by the next capture if
+	// no early one came after it (created keys, most of a large cut,
+	// then cost the walk no allocation).
+	var done *CutKey
 	for _, dk := range keys {
 		if c.aborted.Load() {
 			return ErrCutAborted
 		}
 		c.freeze.Lock()
+		if n := len(c.slab); done != nil && n > 0 && &c.slab[n-1] == done {
+			c.slab = c.slab[:n-1]
+		}
+		done = nil
 		ck := c.early[dk]
-		if ck != nil {
+		early := ck != nil
+		if early {
 			delete(c.early, dk)
 		} else {
 			ck = c.capture(dk, false)
 		}
 		c.cursor, c.walked = dk, true
 		c.freeze.Unlock()
-		c.Keys = append(c.Keys, ck)
+		c.Keys = append(c.Keys, Walked{Key: ck.Key, meta: ck.meta, largest: ck.largest, DB: ck.DB, Full: ck.Full, gone: ck.gone})
 		err := fn(ck)
 		ck.release()
+		switch {
+		case !ck.Full && !ck.gone:
+			c.inPlace = append(c.inPlace, ck)
+		case !early:
+			done = ck
+		}
 		if err != nil {
 			return err
 		}
@@ -296,7 +345,8 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]CutKey, 0, 256)
 	}
-	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: c.pending[dk] || v == nil, cut: c, gone: v == nil})
+	ch := c.pending[dk]
+	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: ch != inPlace || v == nil, Fresh: ch == fresh && v != nil, cut: c, gone: v == nil})
 	ck := &c.slab[len(c.slab)-1]
 	if v == nil {
 		return ck
@@ -395,13 +445,13 @@ func (c *Cut) Restore() {
 	// The two records merge into the larger: a cut of a million keys
 	// restored beside a few new changes costs those few.
 	if len(k.dirty) <= len(c.pending) {
-		for dk, full := range k.dirty {
-			c.pending[dk] = c.pending[dk] || full
+		for dk, ch := range k.dirty {
+			c.pending[dk] = max(c.pending[dk], ch)
 		}
 		k.dirty = c.pending
 	} else {
-		for dk, full := range c.pending {
-			k.dirty[dk] = k.dirty[dk] || full
+		for dk, ch := range c.pending {
+			k.dirty[dk] = max(k.dirty[dk], ch)
 		}
 	}
 	c.pending = nil
@@ -411,7 +461,7 @@ func (c *Cut) Restore() {
 	merge := func(ck *CutKey) {
 		switch {
 		case ck.gone:
-			k.dirty[dirtyKey{ck.DB, ck.Key}] = true
+			k.dirty[dirtyKey{ck.DB, ck.Key}] = whole
 		case !ck.Full:
 			for _, p := range ck.parts {
 				p.h.Merge()
@@ -421,7 +471,12 @@ func (c *Cut) Restore() {
 			}
 		}
 	}
-	for _, ck := range c.Keys {
+	for i := range c.Keys {
+		if w := &c.Keys[i]; w.gone {
+			k.dirty[dirtyKey{w.DB, w.Key}] = whole
+		}
+	}
+	for _, ck := range c.inPlace {
 		merge(ck)
 	}
 	for _, ck := range c.early {

@@ -10,6 +10,7 @@ import (
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/sketch/window"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
@@ -278,4 +279,94 @@ func TestCutSpill(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameDigests(t, want, digests(loaded))
+}
+
+// rangeDeletions counts the range deletions in the image's tables.
+func rangeDeletions(t *testing.T, s *Store) uint64 {
+	t.Helper()
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, tables := range levels {
+		for _, tb := range tables {
+			n += tb.Properties.NumRangeDeletions
+		}
+	}
+	return n
+}
+
+// TestFreshKeysNoRangeDeletion: keys created where the image holds
+// nothing of them are written without a range deletion of their chunks
+// (a million auto-created filters put a million in a flush's table, and
+// Pebble spent seconds on them); a key created over one the image still
+// holds (removed in the same interval, or in a cut whose write failed)
+// still drops the stored chunks first, so a load finds none of the old
+// ones (one outside the new array would be ErrCorruptImage).
+func TestFreshKeysNoRangeDeletion(t *testing.T) {
+	inj := &failing{kind: errorfs.OpFileWrite}
+	s, err := Open(Options{Dir: "/db", FS: errorfs.Wrap(vfs.NewMem(), inj)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := keyspace.New()
+	k.TrackChanges()
+	small := func(key, item string) {
+		if r := k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: [][]byte{[]byte(item)}, Multi: true,
+			ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	big := func(key string) {
+		k.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte(key), ErrorRate: 0.01, Capacity: 1 << 20, Expansion: 2, MaxBytes: 1 << 30})
+		bfAdd(k, key, key, 5000) // every chunk of its 1.2 MB
+	}
+	check := func(idx uint64) {
+		t.Helper()
+		if err := write(s, k, nil, idx); err != nil {
+			t.Fatal(err)
+		}
+		loaded := loadBoth(t, s)
+		sameDigests(t, digests(k), digests(loaded))
+	}
+	for i := range 100 {
+		small("tenant:"+strconv.Itoa(i), "x")
+	}
+	big("a")
+	big("b")
+	check(1)
+	if n := rangeDeletions(t, s); n != 0 {
+		t.Fatalf("%d range deletions after creating keys the image did not hold", n)
+	}
+	// Removed and created again (small) in one interval: its old chunks go.
+	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("a")}})
+	small("a", "y")
+	check(2)
+	if n := rangeDeletions(t, s); n == 0 {
+		t.Fatal("a key created over one the image held dropped no chunks")
+	}
+	// Removed before a cut whose write fails, created again while it is
+	// written: the failed cut's removal is put back, and wins.
+	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("b")}})
+	cut := k.Cut()
+	small("b", "z")
+	small("tenant:100", "x") // fresh, in the next record
+	inj.on.Store(true)
+	tb, err := s.WriteCut(cut, 3, nil)
+	if err == nil {
+		err = tb.Commit()
+	}
+	if !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("write with failures: %v", err)
+	}
+	cut.Restore()
+	inj.on.Store(false)
+	check(4)
+	// A fresh key removed in its own interval is gone from the image.
+	small("c", "x")
+	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c")}})
+	small("tenant:0", "y") // changed in place
+	check(5)
 }

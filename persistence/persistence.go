@@ -395,7 +395,7 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	// Chunks ("c"), in chunk-key order (Walk's): database, key length, key.
 	buf := make([]byte, engine.ChunkSize)
 	if err := cut.Walk(func(ck *keyspace.CutKey) error {
-		if ck.Full {
+		if ck.Full && !ck.Fresh {
 			p := chunkPrefix(ck.DB, ck.Key)
 			if t.err == nil {
 				t.err = t.w.DeleteRange(p, prefixEnd(p))
@@ -445,19 +445,19 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	t.set(markedKey, idx[:])
 	// Metadata ("k"), in key order.
 	if !aborted(0) {
-		slices.SortFunc(keys, func(a, b *keyspace.CutKey) int {
+		slices.SortFunc(keys, func(a, b keyspace.Walked) int {
 			if a.DB != b.DB {
 				return int(a.DB) - int(b.DB)
 			}
 			return compareStrings(a.Key, b.Key)
 		})
 	}
-	for i, ck := range keys {
+	for i := range keys {
 		if aborted(i) {
 			break
 		}
-		if m := ck.Meta(); m != nil {
-			t.set(metaKey(ck.DB, ck.Key), m)
+		if ck := &keys[i]; ck.Meta() != nil {
+			t.set(metaKey(ck.DB, ck.Key), ck.Meta())
 		} else if t.err == nil {
 			t.err = t.w.Delete(metaKey(ck.DB, ck.Key))
 		}

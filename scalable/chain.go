@@ -61,9 +61,11 @@ func newChain(p engine.BloomParams, options, growth uint32) *Chain {
 	return c
 }
 
-func (c *Chain) init(p engine.BloomParams, options, growth uint32) {
+func (c *Chain) init(p engine.BloomParams, options, growth uint32) { c.initIn(p, options, growth, nil) }
+
+func (c *Chain) initIn(p engine.BloomParams, options, growth uint32, buf []uint64) {
 	c.Options, c.Growth = options, growth
-	c.first.Init(p)
+	c.first.InitIn(p, buf)
 }
 
 // ChainBytes is the memory a new chain's first link needs, for checking a cap
@@ -89,6 +91,12 @@ func NewChain(capacity uint64, errRate float64, growth uint32, nonScaling bool, 
 // keyspace's entry for a new filter: one allocation instead of two). c
 // must be zero, and must not be copied once initialised.
 func (c *Chain) Init(capacity uint64, errRate float64, growth uint32, nonScaling bool, maxBytes uint64) error {
+	return c.InitIn(capacity, errRate, growth, nonScaling, maxBytes, nil)
+}
+
+// InitIn is Init with the first link's bit array in buf when it is long
+// enough (engine.Bloom.InitIn).
+func (c *Chain) InitIn(capacity uint64, errRate float64, growth uint32, nonScaling bool, maxBytes uint64, buf []uint64) error {
 	options := uint32(OptNoRound | OptForce64)
 	if nonScaling {
 		options |= OptNoScaling
@@ -102,7 +110,7 @@ func (c *Chain) Init(capacity uint64, errRate float64, growth uint32, nonScaling
 	if p.Bytes > maxBytes {
 		return ErrTooLarge
 	}
-	c.init(p, options, growth)
+	c.initIn(p, options, growth, buf)
 	return nil
 }
 

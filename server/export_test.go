@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -36,3 +37,18 @@ func LogDeniedCommand(srv *Server, object, user string) {
 // WrapListener replaces a listening server's listener by wrap's, before
 // Serve: tests make accepts fail.
 func WrapListener(srv *Server, wrap func(net.Listener) net.Listener) { srv.ln = wrap(srv.ln) }
+
+// PipelineKeepsArenas dispatches n pipelined BF.ADD through a session,
+// answers them, and reports whether the session kept its command and
+// list arenas for the next batch.
+func PipelineKeepsArenas(srv *Server, n int) bool {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	s := newSession(srv, a)
+	for i := range n {
+		s.dispatch([][]byte{[]byte("BF.ADD"), []byte("tenant:" + strconv.Itoa(i)), []byte("x")})
+	}
+	s.flushPending()
+	return cap(s.cmdArena) >= n && cap(s.listArena) >= 4*n
+}

@@ -388,6 +388,20 @@ func TestReadPathAllocations(t *testing.T) {
 	}
 }
 
+// TestPipelineKeepsArenas: a session answering a pipeline of 1,000
+// BF.ADD keeps its arenas for the next one (they regrew from nothing at
+// every batch: most of what a node allocated creating a million filters
+// that way), and lets go of those of a much longer pipeline.
+func TestPipelineKeepsArenas(t *testing.T) {
+	srv := newServer(t, server.Options{Addr: "127.0.0.1:0", Stale: true}, memstore.New())
+	if !server.PipelineKeepsArenas(srv, 1000) {
+		t.Error("a pipeline of 1,000 writes: the arenas were dropped")
+	}
+	if server.PipelineKeepsArenas(srv, 10000) {
+		t.Error("a pipeline of 10,000 writes: the arenas were kept")
+	}
+}
+
 // TestAccessRules covers every access error word: NOAUTH before AUTH,
 // WRONGPASS for bad credentials, NOPERM for a command outside a user's
 // categories, and what each user may do.

@@ -13,6 +13,7 @@
 //	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
 //	go run ./bench/stall -scenario window -redisbloom ''   # one large sliding window (bfserver only)
 //	go run ./bench/stall -bfserver OLD -redisbloom ''   # another build only
+//	go run ./bench/stall -scenario small -create-only -redisbloom ''   # the creation phase alone, then its flushes
 //
 // The scenarios:
 //
@@ -68,6 +69,8 @@ var (
 	profile    = flag.String("profile", "", "with -debug-addr: write a CPU profile (PREFIX.cpu) and an execution trace (PREFIX.trace) of the steady phase's first -profile-for")
 	profileFor = flag.Duration("profile-for", 12*time.Second, "how long -profile records")
 	worstN     = flag.Int("worst", 5, "the steady phase's longest writes to list, with when they began")
+	phase      = flag.String("profile-phase", "steady", "with -profile: the phase profiled, steady or create (the load: -profile-for from its start)")
+	createOnly = flag.Bool("create-only", false, "small: stop after the creation phase (no steady phase, no BGSAVE)")
 )
 
 func main() {
@@ -164,6 +167,25 @@ func (s *server) stop() {
 	for i := 0; i < 500 && syscall.Kill(s.pid, 0) == nil; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// cpu is the server's CPU time so far (user and system, from
+// /proc/pid/stat), in seconds: less noisy than wall time on a shared
+// machine.
+func (s *server) cpu() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: utime and
+	// stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100 // clock ticks (USER_HZ)
 }
 
 // memKB reads a field (VmHWM) from /proc/pid/status in KiB.
@@ -335,10 +357,32 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	p := startProbe(s)
 	began := time.Now()
 	var mk func(i int) []any
+	if *phase == "create" {
+		profileNow(s)
+	}
 	switch sc {
 	case "small":
 		errs := load(s, *filters, 4, func(i int) []any { return []any{"BF.ADD", "tenant:" + strconv.Itoa(i), "x"} })
 		fmt.Printf("   created %d filters in %.1f s (%d errors)\n", *filters, time.Since(began).Seconds(), errs)
+		if *createOnly {
+			p.finish()
+			cpu := s.cpu()
+			profiling.Wait()
+			printCreate(s, c, p)
+			if s.cmd != nil {
+				// The flushes that write what was created are part of its
+				// cost: wait for two more tables (the second's cut was
+				// taken after the load) and count the CPU again.
+				t0, _ := strconv.Atoi(s.info(c, "image_tables_ingested"))
+				for n := t0; n < t0+2 && time.Since(began) < 10*time.Minute; n, _ = strconv.Atoi(s.info(c, "image_tables_ingested")) {
+					time.Sleep(100 * time.Millisecond)
+				}
+				fmt.Printf("   server CPU: %.2f s by the end of creation, %.2f s once flushed (+%.1f s)\n", cpu, s.cpu(), time.Since(began).Seconds())
+			} else {
+				fmt.Printf("   server CPU: %.2f s by the end of creation\n", cpu)
+			}
+			return result{}
+		}
 		mk = func(int) []any {
 			return []any{"BF.ADD", "tenant:" + strconv.Itoa(rand.IntN(*filters)), "y" + strconv.Itoa(rand.IntN(1000))}
 		}
@@ -384,15 +428,8 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	stop := make(chan struct{})
 	wg := steadyLoad(s, mk, stop)
 	steadyStart := time.Now()
-	var profiling sync.WaitGroup
-	if *profile != "" && *debugAddr != "" && s.cmd != nil {
-		for _, kind := range [][2]string{{"profile", "cpu"}, {"trace", "trace"}} {
-			profiling.Add(1)
-			go func() {
-				defer profiling.Done()
-				fetch(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", *debugAddr, kind[0], int(profileFor.Seconds())), *profile+"."+kind[1])
-			}()
-		}
+	if *phase == "steady" {
+		profileNow(s)
 	}
 	// The timeline: when each image table was ingested and when BGSAVE
 	// was asked, against the steady phase's start.
@@ -458,6 +495,9 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
+	ld := p.lat[:steadyFrom]
+	fmt.Printf("   probe in the load phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
+		len(ld), ms(slices.Max(append(ld, 0))), ms(quantile(ld, 0.999)), ms(quantile(ld, 0.99)), ms(quantile(ld, 0.5)))
 	st := p.lat[steadyFrom:]
 	fmt.Printf("   probe in the steady phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
 		len(st), ms(slices.Max(append(st, 0))), ms(quantile(st, 0.999)), ms(quantile(st, 0.99)), ms(quantile(st, 0.5)))
@@ -477,18 +517,57 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	if s.cmd != nil {
 		// Where a durable write's time went: the log's write and sync
 		// (store) and the state machine (fsm_apply) above all.
-		if txt, err := c.Info(ctx, "writestages").Result(); err == nil {
-			for _, line := range strings.Split(txt, "\r\n") {
-				for _, st := range []string{"stage_store:", "stage_fsm_apply:", "stage_total:"} {
-					if strings.HasPrefix(line, st) {
-						fmt.Printf("   %s\n", line)
-					}
-				}
-			}
-		}
+		printStages(c)
 	}
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 	return result{steady: steady}
+}
+
+// profiling waits for the profiles profileNow asked for.
+var profiling sync.WaitGroup
+
+// profileNow starts a CPU profile and an execution trace of the next
+// -profile-for (with -profile and -debug-addr, bfserver only).
+func profileNow(s *server) {
+	if *profile == "" || *debugAddr == "" || s.cmd == nil {
+		return
+	}
+	for _, kind := range [][2]string{{"profile", "cpu"}, {"trace", "trace"}} {
+		profiling.Add(1)
+		go func() {
+			defer profiling.Done()
+			fetch(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", *debugAddr, kind[0], int(profileFor.Seconds())), *profile+"."+kind[1])
+		}()
+	}
+}
+
+// printCreate reports the creation phase alone (-create-only): the
+// probe's writes during it, the server's write stages and peak RSS.
+func printCreate(s *server, c *redis.Client, p *probe) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Printf("   probe during creation: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
+		len(p.lat), ms(p.worst), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
+	if s.cmd != nil {
+		printStages(c)
+		fmt.Printf("   image tables ingested: %s\n", s.info(c, "image_tables_ingested"))
+	}
+	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
+}
+
+// printStages prints INFO writestages' store, fsm_apply and total.
+func printStages(c *redis.Client) {
+	txt, err := c.Info(context.Background(), "writestages").Result()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(txt, "\r\n") {
+		for _, st := range []string{"stage_store:", "stage_fsm_apply:", "stage_total:"} {
+			if strings.HasPrefix(line, st) {
+				fmt.Printf("   %s\n", line)
+			}
+		}
+	}
 }
 
 // fetch writes what url serves into file (a profile of the server).
