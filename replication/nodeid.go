@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bfserver/bfserver/internal/atomicfile"
 	"github.com/hashicorp/raft"
 )
 
@@ -65,32 +66,10 @@ func recordNodeID(dir, id string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	return writeFileSynced(path, []byte(id+"\n"))
-}
-
-// writeFileSynced writes a small file whole or not at all: a temporary
-// file, synced, renamed over path, the directory synced.
-func writeFileSynced(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, id+"\n")
 		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	})
 }
 
 // moveOwnAddress brings the leader's own Raft address in the configuration
