@@ -131,35 +131,53 @@ func TestCMSImageDumpDigest(t *testing.T) {
 func TestCMSReadsBesideApply(t *testing.T) {
 	k := New()
 	apply(t, k, cmsInit("c", 100, 5))
+	readersBeside(t, 3, func() func() bool {
+		last := int64(0)
+		return func() bool {
+			r := k.Read(&command.Cmd{Op: command.CMSQuery, Key: []byte("c"), Items: [][]byte{[]byte("hot")}})
+			if r.Ints[0] < last {
+				t.Errorf("count went back from %d to %d", last, r.Ints[0])
+				return false
+			}
+			last = r.Ints[0]
+			k.Read(&command.Cmd{Op: command.CMSInfo, Key: []byte("c")})
+			return true
+		}
+	}, func() {
+		for i := 0; i < 2000; i++ {
+			apply(t, k, cmsIncr("c", "hot", 1, "i"+strconv.Itoa(i), 1))
+		}
+	})
+	if r := k.Read(&command.Cmd{Op: command.CMSQuery, Key: []byte("c"), Items: [][]byte{[]byte("hot")}}); r.Ints[0] < 2000 {
+		t.Fatalf("hot counted %d", r.Ints[0])
+	}
+}
+
+// readersBeside runs n readers, each looping on the function its factory
+// makes until write has returned or it reports false, while write applies
+// on the test's goroutine: the reads beside Apply that -race checks.
+func readersBeside(t *testing.T, n int, reader func() func() bool, write func()) {
+	t.Helper()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for g := 0; g < 3; g++ {
+	for range n {
 		wg.Add(1)
+		read := reader()
 		go func() {
 			defer wg.Done()
-			last := int64(0)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				r := k.Read(&command.Cmd{Op: command.CMSQuery, Key: []byte("c"), Items: [][]byte{[]byte("hot")}})
-				if r.Ints[0] < last {
-					t.Errorf("count went back from %d to %d", last, r.Ints[0])
+				if !read() {
 					return
 				}
-				last = r.Ints[0]
-				k.Read(&command.Cmd{Op: command.CMSInfo, Key: []byte("c")})
 			}
 		}()
 	}
-	for i := 0; i < 2000; i++ {
-		apply(t, k, cmsIncr("c", "hot", 1, "i"+strconv.Itoa(i), 1))
-	}
+	write()
 	close(stop)
 	wg.Wait()
-	if r := k.Read(&command.Cmd{Op: command.CMSQuery, Key: []byte("c"), Items: [][]byte{[]byte("hot")}}); r.Ints[0] < 2000 {
-		t.Fatalf("hot counted %d", r.Ints[0])
-	}
 }

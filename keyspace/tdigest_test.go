@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
@@ -245,39 +244,28 @@ func TestTDigestMemory(t *testing.T) {
 func TestTDigestReadsBesideApply(t *testing.T) {
 	k := New()
 	apply(t, k, tdCreate("d", 20))
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for g := 0; g < 3; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				for _, c := range []*command.Cmd{tdQuantile("d", 0.5), {Op: command.TDInfo, Key: []byte("d")},
-					{Op: command.TDMin, Key: []byte("d")}, {Op: command.Dump, Key: []byte("d")}} {
-					if r := k.Read(c); r.Err != nil && r.Err != ErrNeedsLog {
-						t.Errorf("%v: %v", c.Op, r.Err)
-						return
-					}
+	readersBeside(t, 3, func() func() bool {
+		return func() bool {
+			for _, c := range []*command.Cmd{tdQuantile("d", 0.5), {Op: command.TDInfo, Key: []byte("d")},
+				{Op: command.TDMin, Key: []byte("d")}, {Op: command.Dump, Key: []byte("d")}} {
+				if r := k.Read(c); r.Err != nil && r.Err != ErrNeedsLog {
+					t.Errorf("%v: %v", c.Op, r.Err)
+					return false
 				}
 			}
-		}()
-	}
-	for i := 0; i < 2000; i++ {
-		apply(t, k, tdAdd("d", float64(i), float64(i%7)))
-		if i%10 == 0 {
-			apply(t, k, tdQuantile("d", 0.5))
+			return true
 		}
-		if i%97 == 0 {
-			apply(t, k, &command.Cmd{Op: command.TDMerge, Key: []byte("d"), Keys: [][]byte{[]byte("d")}})
+	}, func() {
+		for i := 0; i < 2000; i++ {
+			apply(t, k, tdAdd("d", float64(i), float64(i%7)))
+			if i%10 == 0 {
+				apply(t, k, tdQuantile("d", 0.5))
+			}
+			if i%97 == 0 {
+				apply(t, k, &command.Cmd{Op: command.TDMerge, Key: []byte("d"), Keys: [][]byte{[]byte("d")}})
+			}
 		}
-	}
-	close(stop)
-	wg.Wait()
+	})
 	if n := k.Read(&command.Cmd{Op: command.TDInfo, Key: []byte("d")}).Ints[6]; n < 4000 {
 		t.Fatalf("%d observations", n)
 	}
