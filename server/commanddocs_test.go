@@ -327,13 +327,6 @@ var bfcfCommands = []string{"bf.add", "bf.card", "bf.debug", "bf.exists", "bf.in
 func TestCommandIntrospectionOddNames(t *testing.T) {
 	srv := startServer(t, nil)
 	cl := dial(t, srv)
-	b := func(s ...string) [][]byte {
-		out := make([][]byte, len(s))
-		for i, x := range s {
-			out[i] = []byte(x)
-		}
-		return out
-	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -352,14 +345,14 @@ func TestCommandIntrospectionOddNames(t *testing.T) {
 		{[]string{"COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "gEt"}, "*1\r\n*2\r\n$1\r\nk\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "COMMAND", "GETKEYS", "BF.ADD", "k", "x"}, "-ERR The command has no key arguments\r\n"},
 	} {
-		if got := cl.do(t, b(c.args...)); string(got) != c.want {
+		if got := cl.do(t, argv(c.args...)); string(got) != c.want {
 			t.Errorf("%q: got %q, want %q", c.args, got, c.want)
 		}
 	}
 	// Whole-table forms: one entry per command, and they parse.
-	count := cl.do(t, b("COMMAND", "COUNT"))
+	count := cl.do(t, argv("COMMAND", "COUNT"))
 	for _, args := range [][]string{{"COMMAND"}, {"COMMAND", "INFO"}, {"COMMAND", "DOCS"}} {
-		got := parseReply(t, cl.do(t, b(args...)))
+		got := parseReply(t, cl.do(t, argv(args...)))
 		n := len(got.kids)
 		if args[len(args)-1] == "DOCS" {
 			n /= 2

@@ -197,16 +197,9 @@ func TestGoldenDumps(t *testing.T) {
 	}
 	srv := startServer(t, nil)
 	cl := dial(t, srv)
-	b := func(s ...string) [][]byte {
-		out := make([][]byte, len(s))
-		for i, x := range s {
-			out[i] = []byte(x)
-		}
-		return out
-	}
 	for _, r := range recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			cl.do(t, b("FLUSHALL"))
+			cl.do(t, argv("FLUSHALL"))
 			replay(t, nil, cl, r.Recipe)
 			prefix := "BF."
 			if r.Type == "cf" {
@@ -225,7 +218,7 @@ func TestGoldenDumps(t *testing.T) {
 				var out [][2][]byte
 				it := "0"
 				for i := 0; i < len(chunks)+2; i++ {
-					reply := cl.do(t, b(prefix+"SCANDUMP", key, it))
+					reply := cl.do(t, argv(prefix+"SCANDUMP", key, it))
 					next, data := parseScanDump(t, reply)
 					out = append(out, [2][]byte{[]byte(next), data})
 					if next == "0" {
@@ -247,7 +240,7 @@ func TestGoldenDumps(t *testing.T) {
 				}
 				var info map[string]any
 				json.Unmarshal(r.Info, &info)
-				reply := string(cl.do(t, b(prefix+"INFO", key)))
+				reply := string(cl.do(t, argv(prefix+"INFO", key)))
 				for name, v := range info {
 					want := "+" + name + "\r\n$-1\r\n"
 					if v != nil {
@@ -259,7 +252,7 @@ func TestGoldenDumps(t *testing.T) {
 				}
 				var debug any
 				json.Unmarshal(r.Debug, &debug)
-				dreply := string(cl.do(t, b(prefix+"DEBUG", key)))
+				dreply := string(cl.do(t, argv(prefix+"DEBUG", key)))
 				lines, ok := debug.([]any)
 				if !ok {
 					lines = []any{debug}
@@ -270,7 +263,7 @@ func TestGoldenDumps(t *testing.T) {
 					}
 				}
 				if r.Card != nil {
-					if got := string(cl.do(t, b("BF.CARD", key))); got != ":"+strconv.FormatInt(*r.Card, 10)+"\r\n" {
+					if got := string(cl.do(t, argv("BF.CARD", key))); got != ":"+strconv.FormatInt(*r.Card, 10)+"\r\n" {
 						t.Errorf("%s BF.CARD = %q, want %d", key, got, *r.Card)
 					}
 				}
@@ -418,13 +411,6 @@ func TestAccessRules(t *testing.T) {
 	}
 	go srv.Serve()
 	t.Cleanup(func() { srv.Close() })
-	b := func(s ...string) [][]byte {
-		out := make([][]byte, len(s))
-		for i, x := range s {
-			out[i] = []byte(x)
-		}
-		return out
-	}
 	cases := []struct {
 		args []string
 		want string
@@ -449,7 +435,7 @@ func TestAccessRules(t *testing.T) {
 	}
 	cl := dial(t, srv)
 	for _, c := range cases {
-		if got := string(cl.do(t, b(c.args...))); got != c.want {
+		if got := string(cl.do(t, argv(c.args...))); got != c.want {
 			t.Errorf("%v: got %q want %q", c.args, got, c.want)
 		}
 	}
