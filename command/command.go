@@ -73,7 +73,7 @@ const (
 	TopKReserve Op = 32 // Iter k, Capacity width, Count depth, ErrorRate decay (the proposer's)
 	TopKAdd     Op = 33 // TOPK.ADD, INCRBY: Items, Data their increments (8 bytes each); Iter: the item whose increment is bad (the last of Items), or -1
 	// Level 7: t-digest (TDIGEST.*, package sketch/tdigest), argument
-	// errors as CMS (Field, a TDArg code). Values travel as float64 bits
+	// errors as CMS (Field, a TDArg* code). Values travel as float64 bits
 	// in Data (Floats), 8 bytes each.
 	TDCreate Op = 34 // Count: the compression
 	TDReset  Op = 35

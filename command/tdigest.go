@@ -3,62 +3,51 @@ package command
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
-// The t-digest's argument errors a command may carry in Field: code
-// TDArgFirst+i is tdArgErrors[i]. Append only: the codes are in the log.
-// RedisBloom opens the key before it parses the arguments, so the
-// proposer parses them (tdigest's *Args functions) and Apply, or Read,
-// answers the error after the key's own.
-var tdArgErrors = [...]tdigest.Error{
-	tdigest.ErrWrongKeyword, tdigest.ErrParseCompression, tdigest.ErrCompressionRange, tdigest.ErrAlloc,
-	tdigest.ErrParseVal, tdigest.ErrValNotFinite,
-	tdigest.ErrParseNumkeys, tdigest.ErrNumkeysRange, tdigest.ArityError("tdigest.merge"),
-	tdigest.ErrParseQuantile, tdigest.ErrQuantileRange, tdigest.ErrParseCDF, tdigest.ErrParseValue,
-	tdigest.ErrParseRank, tdigest.ErrRankNegative,
-	tdigest.ErrParseLowCut, tdigest.ErrParseHighCut, tdigest.ErrCutRange, tdigest.ErrCutOrder,
-}
-
-// TDArgFirst is the first t-digest argument error code, after CMS's and
-// Top-K's.
-const TDArgFirst = sketchArgLast + 1
+// The t-digest's argument errors, carried in Field after CMS's and
+// Top-K's (sketch.go): as for them, RedisBloom opens the key before it
+// parses the arguments, so the proposer parses them and Apply, or Read,
+// answers the error after the key's own. Append only: the codes are in
+// the log. Each comment is RedisBloom's reply.
+const (
+	TDArgWrongKeyword     = sketchArgLast + 1 + iota // ERR T-Digest: wrong keyword
+	TDArgParseCompression                            // ERR T-Digest: error parsing compression parameter
+	TDArgCompressionRange                            // ERR T-Digest: compression parameter needs to be a positive integer
+	TDArgAlloc                                       // ERR T-Digest: allocation failed
+	TDArgParseVal                                    // ERR T-Digest: error parsing val parameter
+	TDArgValNotFinite                                // ERR T-Digest: val parameter needs to be a finite number
+	TDArgParseNumkeys                                // ERR T-Digest: error parsing numkeys
+	TDArgNumkeysRange                                // ERR T-Digest: numkeys needs to be a positive integer
+	TDArgMergeArity                                  // ERR wrong number of arguments for 'tdigest.merge' command
+	TDArgParseQuantile                               // ERR T-Digest: error parsing quantile
+	TDArgQuantileRange                               // ERR T-Digest: quantile should be in [0,1]
+	TDArgParseCDF                                    // ERR T-Digest: error parsing cdf
+	TDArgParseValue                                  // ERR T-Digest: error parsing value
+	TDArgParseRank                                   // ERR T-Digest: error parsing rank
+	TDArgRankNegative                                // ERR T-Digest: rank needs to be non negative
+	TDArgParseLowCut                                 // ERR T-Digest: error parsing low_cut_percentile
+	TDArgParseHighCut                                // ERR T-Digest: error parsing high_cut_percentile
+	TDArgCutRange                                    // ERR T-Digest: low_cut_percentile and high_cut_percentile should be in [0,1]
+	TDArgCutOrder                                    // ERR T-Digest: low_cut_percentile should be lower than high_cut_percentile
+	// TDArgFirst and TDArgLast bound the t-digest's codes.
+	TDArgFirst = TDArgWrongKeyword
+	TDArgLast  = TDArgCutOrder
+)
 
 // tdArgOps lists, per op, the argument errors its parser can give.
-var tdArgOps = map[Op][]tdigest.Error{
-	TDCreate: {tdigest.ErrWrongKeyword, tdigest.ErrParseCompression, tdigest.ErrCompressionRange, tdigest.ErrAlloc},
-	TDAdd:    {tdigest.ErrParseVal, tdigest.ErrValNotFinite},
-	TDMerge: {tdigest.ErrParseNumkeys, tdigest.ErrNumkeysRange, tdigest.ArityError("tdigest.merge"),
-		tdigest.ErrParseCompression, tdigest.ErrCompressionRange, tdigest.ErrWrongKeyword},
-	TDQuantile:    {tdigest.ErrParseQuantile, tdigest.ErrQuantileRange},
-	TDCDF:         {tdigest.ErrParseCDF},
-	TDRank:        {tdigest.ErrParseValue},
-	TDByRank:      {tdigest.ErrParseRank, tdigest.ErrRankNegative},
-	TDTrimmedMean: {tdigest.ErrParseLowCut, tdigest.ErrParseHighCut, tdigest.ErrCutRange, tdigest.ErrCutOrder},
-}
-
-// TDArg is the Field code of a t-digest argument error; 0 for nil or an
-// error that is none of them.
-func TDArg(err error) uint8 {
-	e, ok := err.(tdigest.Error)
-	if !ok {
-		return 0
-	}
-	for i, a := range tdArgErrors {
-		if a == e {
-			return TDArgFirst + uint8(i)
-		}
-	}
-	return 0
-}
-
-// TDArgError is the error of a t-digest Field code, nil when it is none.
-func TDArgError(field uint8) error {
-	if field < TDArgFirst || int(field-TDArgFirst) >= len(tdArgErrors) {
-		return nil
-	}
-	return tdArgErrors[field-TDArgFirst]
+var tdArgOps = map[Op][]uint8{
+	TDCreate:      {TDArgWrongKeyword, TDArgParseCompression, TDArgCompressionRange, TDArgAlloc},
+	TDAdd:         {TDArgParseVal, TDArgValNotFinite},
+	TDMerge:       {TDArgParseNumkeys, TDArgNumkeysRange, TDArgMergeArity, TDArgParseCompression, TDArgCompressionRange, TDArgWrongKeyword},
+	TDQuantile:    {TDArgParseQuantile, TDArgQuantileRange},
+	TDCDF:         {TDArgParseCDF},
+	TDRank:        {TDArgParseValue},
+	TDByRank:      {TDArgParseRank, TDArgRankNegative},
+	TDTrimmedMean: {TDArgParseLowCut, TDArgParseHighCut, TDArgCutRange, TDArgCutOrder},
 }
 
 // Floats packs doubles as the t-digest commands carry them in Data.
@@ -92,11 +81,8 @@ func Int64sOf(b []byte) []int64 {
 // as the t-digest's parsers accept them, which Apply uses as they are.
 func tdigestParams(c *Cmd) error {
 	if c.Field != 0 {
-		e := TDArgError(c.Field)
-		for _, ok := range tdArgOps[c.Op] {
-			if e == ok {
-				return nil
-			}
+		if slices.Contains(tdArgOps[c.Op], c.Field) {
+			return nil
 		}
 		return invalid(c, "argument error %d unknown to op", c.Field)
 	}

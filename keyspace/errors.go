@@ -108,12 +108,33 @@ var (
 	// answers it on every replica alike. It never reaches a client.
 	ErrNeedsLog = newError(51, "needs the log")
 
+	// t-digest (TDIGEST.*), RedisBloom's words.
+	ErrTDKeyMissing       = newError(52, "tdigest key missing")       // ERR T-Digest: key does not exist
+	ErrTDKeyExists        = newError(53, "tdigest key exists")        // ERR T-Digest: key already exists
+	ErrTDAlloc            = newError(54, "tdigest alloc")             // ERR T-Digest: allocation failed
+	ErrTDMergeAlloc       = newError(55, "tdigest merge alloc")       // ERR T-Digest: allocation of destination digest failed
+	ErrTDOverflow         = newError(56, "tdigest overflow")          // ERR T-Digest: overflow detected
+	ErrTDWrongKeyword     = newError(57, "tdigest wrong keyword")     // ERR T-Digest: wrong keyword
+	ErrTDParseCompression = newError(58, "tdigest parse compression") // ERR T-Digest: error parsing compression parameter
+	ErrTDCompressionRange = newError(59, "tdigest compression range") // ERR T-Digest: compression parameter needs to be a positive integer
+	ErrTDParseVal         = newError(60, "tdigest parse val")         // ERR T-Digest: error parsing val parameter
+	ErrTDValNotFinite     = newError(61, "tdigest val not finite")    // ERR T-Digest: val parameter needs to be a finite number
+	ErrTDParseNumkeys     = newError(62, "tdigest parse numkeys")     // ERR T-Digest: error parsing numkeys
+	ErrTDNumkeysRange     = newError(63, "tdigest numkeys range")     // ERR T-Digest: numkeys needs to be a positive integer
+	ErrTDMergeArity       = newError(64, "tdigest merge arity")       // ERR wrong number of arguments for 'tdigest.merge' command
+	ErrTDParseQuantile    = newError(65, "tdigest parse quantile")    // ERR T-Digest: error parsing quantile
+	ErrTDQuantileRange    = newError(66, "tdigest quantile range")    // ERR T-Digest: quantile should be in [0,1]
+	ErrTDParseCDF         = newError(67, "tdigest parse cdf")         // ERR T-Digest: error parsing cdf
+	ErrTDParseValue       = newError(68, "tdigest parse value")       // ERR T-Digest: error parsing value
+	ErrTDParseRank        = newError(69, "tdigest parse rank")        // ERR T-Digest: error parsing rank
+	ErrTDRankNegative     = newError(70, "tdigest rank negative")     // ERR T-Digest: rank needs to be non negative
+	ErrTDParseLowCut      = newError(71, "tdigest parse low cut")     // ERR T-Digest: error parsing low_cut_percentile
+	ErrTDParseHighCut     = newError(72, "tdigest parse high cut")    // ERR T-Digest: error parsing high_cut_percentile
+	ErrTDCutRange         = newError(73, "tdigest cut range")         // ERR T-Digest: low_cut_percentile and high_cut_percentile should be in [0,1]
+	ErrTDCutOrder         = newError(74, "tdigest cut order")         // ERR T-Digest: low_cut_percentile should be lower than high_cut_percentile
+
 	// ErrBFCreate: a Bloom filter whose first link cannot be sized
 	// (RedisBloom's bfCreateChain failing, an error rate so small that
 	// its bits per entry overflow).
 	ErrBFCreate = newError(120, "bf create") // ERR could not create filter
 )
-
-// The t-digest's errors (TDIGEST.*) are RedisBloom's words, the
-// tdigest.Error strings themselves: TDigestErrors lists them (codes from
-// 52, tdigest.go).

@@ -12,49 +12,45 @@ func init() {
 	registerSketchOf(KindTDigest, tdigest.TypeName, tdigest.EncodingVer, tdigest.FromRDB, tdigest.FromImage, tdigest.ErrTooLarge)
 }
 
-// tdErrorList is every error a TDIGEST command answers besides WRONGTYPE,
-// in RedisBloom's words (tdigest.Error), each a keyspace error with code
-// tdErrFirst+i. Append only: the codes travel in forwarded results.
-var tdErrorList = [...]tdigest.Error{
-	tdigest.ErrKeyMissing, tdigest.ErrKeyExists, tdigest.ErrAlloc, tdigest.ErrMergeAlloc, tdigest.ErrOverflow,
-	tdigest.ErrWrongKeyword, tdigest.ErrParseCompression, tdigest.ErrCompressionRange,
-	tdigest.ErrParseVal, tdigest.ErrValNotFinite,
-	tdigest.ErrParseNumkeys, tdigest.ErrNumkeysRange, tdigest.ArityError("tdigest.merge"),
-	tdigest.ErrParseQuantile, tdigest.ErrQuantileRange, tdigest.ErrParseCDF, tdigest.ErrParseValue,
-	tdigest.ErrParseRank, tdigest.ErrRankNegative,
-	tdigest.ErrParseLowCut, tdigest.ErrParseHighCut, tdigest.ErrCutRange, tdigest.ErrCutOrder,
+// tdArgErrors are the keyspace errors of command.TDArg* codes.
+var tdArgErrors = [...]error{
+	command.TDArgWrongKeyword:     ErrTDWrongKeyword,
+	command.TDArgParseCompression: ErrTDParseCompression,
+	command.TDArgCompressionRange: ErrTDCompressionRange,
+	command.TDArgAlloc:            ErrTDAlloc,
+	command.TDArgParseVal:         ErrTDParseVal,
+	command.TDArgValNotFinite:     ErrTDValNotFinite,
+	command.TDArgParseNumkeys:     ErrTDParseNumkeys,
+	command.TDArgNumkeysRange:     ErrTDNumkeysRange,
+	command.TDArgMergeArity:       ErrTDMergeArity,
+	command.TDArgParseQuantile:    ErrTDParseQuantile,
+	command.TDArgQuantileRange:    ErrTDQuantileRange,
+	command.TDArgParseCDF:         ErrTDParseCDF,
+	command.TDArgParseValue:       ErrTDParseValue,
+	command.TDArgParseRank:        ErrTDParseRank,
+	command.TDArgRankNegative:     ErrTDRankNegative,
+	command.TDArgParseLowCut:      ErrTDParseLowCut,
+	command.TDArgParseHighCut:     ErrTDParseHighCut,
+	command.TDArgCutRange:         ErrTDCutRange,
+	command.TDArgCutOrder:         ErrTDCutOrder,
 }
 
-const tdErrFirst = 52
-
-var tdErrors = func() map[tdigest.Error]*Error {
-	m := make(map[tdigest.Error]*Error, len(tdErrorList))
-	for i, e := range tdErrorList {
-		m[e] = newError(uint8(tdErrFirst+i), string(e))
+// tdArgErr is the keyspace error of a t-digest argument error code
+// (Validate let only the op's own through).
+func tdArgErr(field uint8) error {
+	if int(field) < len(tdArgErrors) && tdArgErrors[field] != nil {
+		return tdArgErrors[field]
 	}
-	return m
-}()
-
-// TDigestErrors maps each t-digest keyspace error to RedisBloom's reply
-// (the server package's wire table takes them from here).
-func TDigestErrors() map[*Error]string {
-	m := make(map[*Error]string, len(tdErrors))
-	for e, ke := range tdErrors {
-		m[ke] = string(e)
-	}
-	return m
+	return ErrInvalidCommand
 }
 
-// tdErr is the keyspace error of a t-digest error; WRONGTYPE is the
-// keyspace's own.
+// tdErr is the keyspace error of one of the digest's own.
 func tdErr(err error) error {
-	if e, ok := err.(tdigest.Error); ok {
-		if e == tdigest.ErrWrongType {
-			return ErrWrongType
-		}
-		if ke := tdErrors[e]; ke != nil {
-			return ke
-		}
+	switch err {
+	case tdigest.ErrOverflow:
+		return ErrTDOverflow
+	case tdigest.ErrMergeAlloc:
+		return ErrTDMergeAlloc
 	}
 	return ErrInvalidCommand
 }
@@ -63,7 +59,7 @@ func tdErr(err error) error {
 // not exist", or WRONGTYPE.
 func tdOf(v *Value) (*Sketch, error) {
 	if v == nil {
-		return nil, tdErrors[tdigest.ErrKeyMissing]
+		return nil, ErrTDKeyMissing
 	}
 	if v.Kind != KindTDigest {
 		return nil, ErrWrongType
@@ -80,16 +76,16 @@ func (s *Sketch) tdigest() *tdigest.Digest { return s.s.(*tdigest.Digest) }
 func (k *Keyspace) tdCreate(c *command.Cmd) Result {
 	if v := k.writeLookup(c.DB, c.Key, c.Now); v != nil {
 		if v.Kind == KindTDigest {
-			return Result{Err: tdErrors[tdigest.ErrKeyExists]}
+			return Result{Err: ErrTDKeyExists}
 		}
 		return Result{Err: ErrWrongType}
 	}
 	if c.Field != 0 {
-		return Result{Err: tdErr(command.TDArgError(c.Field))}
+		return Result{Err: tdArgErr(c.Field)}
 	}
 	d, ok := tdigest.New(c.Count)
 	if !ok {
-		return Result{Err: tdErrors[tdigest.ErrAlloc]}
+		return Result{Err: ErrTDAlloc}
 	}
 	k.set(c.DB, string(c.Key), sketchValue(KindTDigest, d))
 	return Result{}
@@ -104,7 +100,7 @@ func (k *Keyspace) tdWrite(c *command.Cmd) Result {
 		return Result{Err: err}
 	}
 	if c.Field != 0 {
-		return Result{Err: tdErr(command.TDArgError(c.Field))}
+		return Result{Err: tdArgErr(c.Field)}
 	}
 	d := sk.tdigest()
 	chunks := sk.chunks()
@@ -144,13 +140,13 @@ func (k *Keyspace) tdMerge(c *command.Cmd) Result {
 		dst = v.Sketch()
 	}
 	if c.Field != 0 {
-		return Result{Err: tdErr(command.TDArgError(c.Field))}
+		return Result{Err: tdArgErr(c.Field)}
 	}
 	srcs := make([]*Sketch, len(c.Keys))
 	for i, key := range c.Keys {
 		if bytes.Equal(key, c.Key) {
 			if dst == nil {
-				return Result{Err: tdErrors[tdigest.ErrKeyMissing]}
+				return Result{Err: ErrTDKeyMissing}
 			}
 			srcs[i] = dst
 			continue
@@ -161,7 +157,7 @@ func (k *Keyspace) tdMerge(c *command.Cmd) Result {
 		}
 		srcs[i] = sk
 	}
-	opts := tdigest.MergeArgs{Compression: c.Count, HasCompression: c.Count > 0, Override: c.Flag}
+	opts := tdigest.MergeOptions{Compression: c.Count, HasCompression: c.Count > 0, Override: c.Flag}
 	var dd *tdigest.Digest
 	if dst != nil {
 		dd = dst.tdigest()
@@ -249,7 +245,7 @@ func (k *Keyspace) tdQuery(c *command.Cmd, apply bool) Result {
 		return Result{Err: err}
 	}
 	if c.Field != 0 {
-		return Result{Err: tdErr(command.TDArgError(c.Field))}
+		return Result{Err: tdArgErr(c.Field)}
 	}
 	d := sk.tdigest()
 	if !apply {

@@ -154,30 +154,30 @@ func TestTDigestOrderOfChecks(t *testing.T) {
 	apply(t, k, &command.Cmd{Op: command.Set, Key: []byte("s"), Data: []byte("v")})
 	apply(t, k, tdCreate("d", 10))
 	apply(t, k, tdAdd("d", 1, 2, 3))
-	bad := func(op command.Op, key string, err error) *command.Cmd {
-		return &command.Cmd{Op: op, Key: []byte(key), Field: command.TDArg(err), MaxBytes: capBytes}
+	bad := func(op command.Op, key string, code uint8) *command.Cmd {
+		return &command.Cmd{Op: op, Key: []byte(key), Field: code, MaxBytes: capBytes}
 	}
-	missing, exists := tdErrors[tdigest.ErrKeyMissing], tdErrors[tdigest.ErrKeyExists]
+	missing, exists := ErrTDKeyMissing, ErrTDKeyExists
 	for _, c := range []struct {
 		cmd  *command.Cmd
 		want error
 	}{
-		{bad(command.TDCreate, "d", tdigest.ErrWrongKeyword), exists},
-		{bad(command.TDCreate, "s", tdigest.ErrParseCompression), ErrWrongType},
-		{bad(command.TDCreate, "n", tdigest.ErrCompressionRange), tdErrors[tdigest.ErrCompressionRange]},
-		{bad(command.TDCreate, "n", tdigest.ErrAlloc), tdErrors[tdigest.ErrAlloc]},
-		{bad(command.TDAdd, "n", tdigest.ErrParseVal), missing},
-		{bad(command.TDAdd, "s", tdigest.ErrParseVal), ErrWrongType},
-		{bad(command.TDAdd, "d", tdigest.ErrValNotFinite), tdErrors[tdigest.ErrValNotFinite]},
-		{bad(command.TDQuantile, "n", tdigest.ErrParseQuantile), missing},
-		{bad(command.TDQuantile, "d", tdigest.ErrQuantileRange), tdErrors[tdigest.ErrQuantileRange]},
-		{bad(command.TDMerge, "s", tdigest.ErrParseNumkeys), ErrWrongType},
-		{bad(command.TDMerge, "n", tdigest.ArityError("tdigest.merge")), tdErrors[tdigest.ArityError("tdigest.merge")]},
+		{bad(command.TDCreate, "d", command.TDArgWrongKeyword), exists},
+		{bad(command.TDCreate, "s", command.TDArgParseCompression), ErrWrongType},
+		{bad(command.TDCreate, "n", command.TDArgCompressionRange), ErrTDCompressionRange},
+		{bad(command.TDCreate, "n", command.TDArgAlloc), ErrTDAlloc},
+		{bad(command.TDAdd, "n", command.TDArgParseVal), missing},
+		{bad(command.TDAdd, "s", command.TDArgParseVal), ErrWrongType},
+		{bad(command.TDAdd, "d", command.TDArgValNotFinite), ErrTDValNotFinite},
+		{bad(command.TDQuantile, "n", command.TDArgParseQuantile), missing},
+		{bad(command.TDQuantile, "d", command.TDArgQuantileRange), ErrTDQuantileRange},
+		{bad(command.TDMerge, "s", command.TDArgParseNumkeys), ErrWrongType},
+		{bad(command.TDMerge, "n", command.TDArgMergeArity), ErrTDMergeArity},
 		{&command.Cmd{Op: command.TDMerge, Key: []byte("n"), Keys: [][]byte{[]byte("d"), []byte("n")}, MaxBytes: capBytes}, missing},
 		{&command.Cmd{Op: command.TDMerge, Key: []byte("n"), Keys: [][]byte{[]byte("d"), []byte("s")}, MaxBytes: capBytes}, ErrWrongType},
-		{&command.Cmd{Op: command.TDMerge, Key: []byte("n"), Keys: [][]byte{[]byte("d")}, Count: tdigest.MaxCompression + 1, MaxBytes: capBytes}, tdErrors[tdigest.ErrMergeAlloc]},
-		{bad(command.TDTrimmedMean, "d", tdigest.ErrCutOrder), tdErrors[tdigest.ErrCutOrder]},
-		{bad(command.TDCreate, "n", tdigest.ErrParseRank), ErrInvalidCommand}, // not CREATE's error
+		{&command.Cmd{Op: command.TDMerge, Key: []byte("n"), Keys: [][]byte{[]byte("d")}, Count: tdigest.MaxCompression + 1, MaxBytes: capBytes}, ErrTDMergeAlloc},
+		{bad(command.TDTrimmedMean, "d", command.TDArgCutOrder), ErrTDCutOrder},
+		{bad(command.TDCreate, "n", command.TDArgParseRank), ErrInvalidCommand}, // not CREATE's error
 	} {
 		if r := k.Apply(c.cmd); r.Err != c.want {
 			t.Errorf("%v %s: %v, want %v", c.cmd.Op, c.cmd.Key, r.Err, c.want)
@@ -231,7 +231,7 @@ func TestTDigestMemory(t *testing.T) {
 	if got := int64(KeyMemoryUsage([]byte("w"), k.Lookup(0, []byte("w"), 0))); got >= 0 {
 		t.Fatalf("MEMORY USAGE of a wrapped capacity: %d", got)
 	}
-	if r := k.Apply(tdAdd("w", 1)); r.Err != tdErrors[tdigest.ErrOverflow] {
+	if r := k.Apply(tdAdd("w", 1)); r.Err != ErrTDOverflow {
 		t.Fatalf("ADD to a wrapped capacity: %v", r.Err)
 	}
 	if k.Bytes() != k.countBytes() || k.Bytes() > 1<<20 {

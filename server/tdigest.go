@@ -1,19 +1,26 @@
 package server
 
 import (
+	"math"
+	"strings"
+
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
 // t-digest: TDIGEST.* as RedisBloom 8.8 answers them, wired to package
-// sketch/tdigest. The module's own arity checks (CREATE takes 2 or 4
-// arguments) fail in the parser, so MULTI queues what Redis queues;
-// argument errors travel in the command (command.TDArg codes) for the
-// keyspace to answer after the key's own, in RedisBloom's order. The
-// queries that compress the digest's buffer go through the log when they
-// would (keyspace.ErrNeedsLog, session.execute): see docs/CONSISTENCY.md.
+// sketch/tdigest. Each registers RedisBloom's arity, which Redis checks
+// before the module runs (and when MULTI queues the command); the
+// module's own check (CREATE takes 2 or 4 arguments) fails in the parser,
+// so MULTI queues what Redis queues. RedisBloom opens the key before it
+// parses the arguments, so an argument error is parsed here and carried
+// in the command (command.TDArg*), for the keyspace to answer after the
+// key's own, as for CMS (cms.go). The queries that compress the digest's
+// buffer go through the log when they would (keyspace.ErrNeedsLog,
+// session.execute): see docs/CONSISTENCY.md.
 
 var (
 	catTDW  = []string{"@write", "@tdigest"}
@@ -22,96 +29,205 @@ var (
 	catTDRF = []string{"@read", "@fast", "@tdigest"}
 )
 
-// registerTDigest registers the TDIGEST.* commands.
 func registerTDigest() {
-	td := func(name string, flags, cats []string, keys []string, parse func([][]byte) command.Cmd,
-		render func(*resp.Writer, *command.Cmd, *keyspace.Result)) {
-		module(name, tdigest.Arity[name], flags, cats, keys, func(s *session, args [][]byte) (command.Cmd, string) {
-			if err := tdigest.CheckArity(name, len(args)); err != nil {
-				return command.Cmd{}, err.Error()
-			}
-			return parse(args), ""
-		}, render)
-	}
-	td("tdigest.create", flagsWrite, catTDWF, kRW, parseTDCreate, renderOK)
-	td("tdigest.reset", flagsWrite, catTDWF, kRW, tdKeyOnly(command.TDReset), renderOK)
-	td("tdigest.add", flagsWrite, catTDW, kRW, parseTDAdd, renderOK)
-	td("tdigest.merge", flagsWrite, catTDW, kRW, parseTDMerge, renderOK)
-	td("tdigest.min", flagsReadSlow, catTDRF, kRO, tdKeyOnly(command.TDMin), renderTDDouble)
-	td("tdigest.max", flagsReadSlow, catTDRF, kRO, tdKeyOnly(command.TDMax), renderTDDouble)
-	td("tdigest.info", flagsReadSlow, catTDRF, kRO, tdKeyOnly(command.TDInfo), renderTDInfo)
-	td("tdigest.quantile", flagsReadSlow, catTDRF, kRO, tdFloats(command.TDQuantile, false, tdigest.QuantileArgs), renderTDDoubles)
-	td("tdigest.cdf", flagsReadSlow, catTDRF, kRO, tdFloats(command.TDCDF, false, tdigest.CDFArgs), renderTDDoubles)
-	td("tdigest.rank", flagsReadSlow, catTDRF, kRO, tdFloats(command.TDRank, false, tdigest.RankArgs), renderInts)
-	td("tdigest.revrank", flagsReadSlow, catTDRF, kRO, tdFloats(command.TDRank, true, tdigest.RankArgs), renderInts)
-	td("tdigest.byrank", flagsReadSlow, catTDRF, kRO, parseTDByRank(false), renderTDDoubles)
-	td("tdigest.byrevrank", flagsReadSlow, catTDRF, kRO, parseTDByRank(true), renderTDDoubles)
-	td("tdigest.trimmed_mean", flagsReadSlow, catTDR, kRO, parseTDTrimmedMean, renderTDDouble)
+	module("tdigest.create", -2, flagsWrite, catTDWF, kRW, parseTDCreate, renderOK)
+	module("tdigest.reset", 2, flagsWrite, catTDWF, kRW, parseKeyOnly(command.TDReset), renderOK)
+	module("tdigest.add", -3, flagsWrite, catTDW, kRW, tdDoubles(command.TDAdd, false, command.TDArgParseVal, tdFinite), renderOK)
+	module("tdigest.merge", -4, flagsWrite, catTDW, kRW, parseTDMerge, renderOK)
+	module("tdigest.min", 2, flagsReadSlow, catTDRF, kRO, parseKeyOnly(command.TDMin), renderTDDouble)
+	module("tdigest.max", 2, flagsReadSlow, catTDRF, kRO, parseKeyOnly(command.TDMax), renderTDDouble)
+	module("tdigest.info", 2, flagsReadSlow, catTDRF, kRO, parseKeyOnly(command.TDInfo), renderTDInfo)
+	module("tdigest.quantile", -3, flagsReadSlow, catTDRF, kRO, tdDoubles(command.TDQuantile, false, command.TDArgParseQuantile, tdFraction), renderTDDoubles)
+	module("tdigest.cdf", -3, flagsReadSlow, catTDRF, kRO, tdDoubles(command.TDCDF, false, command.TDArgParseCDF, nil), renderTDDoubles)
+	module("tdigest.rank", -3, flagsReadSlow, catTDRF, kRO, tdDoubles(command.TDRank, false, command.TDArgParseValue, nil), renderInts)
+	module("tdigest.revrank", -3, flagsReadSlow, catTDRF, kRO, tdDoubles(command.TDRank, true, command.TDArgParseValue, nil), renderInts)
+	module("tdigest.byrank", -3, flagsReadSlow, catTDRF, kRO, parseTDByRank(false), renderTDDoubles)
+	module("tdigest.byrevrank", -3, flagsReadSlow, catTDRF, kRO, parseTDByRank(true), renderTDDoubles)
+	module("tdigest.trimmed_mean", 4, flagsReadSlow, catTDR, kRO, parseTDTrimmedMean, renderTDDouble)
 }
 
-func tdKeyOnly(op command.Op) func([][]byte) command.Cmd {
-	return func(args [][]byte) command.Cmd { return command.Cmd{Op: op, Key: args[1]} }
-}
-
-// parseTDCreate: the compression, or the error CreateArgs or td_init
-// (New) gives for it.
-func parseTDCreate(args [][]byte) command.Cmd {
-	c := command.Cmd{Op: command.TDCreate, Key: args[1]}
-	comp, err := tdigest.CreateArgs(args[2:])
-	if err == nil {
-		if _, ok := tdigest.New(comp); !ok {
-			err = tdigest.ErrAlloc
+// tdIndex is RMUtil_ArgIndex: the first of args equal to word, ignoring
+// case, or -1. Equal lengths keep the fold to ASCII, as strcasecmp's: a
+// letter that folds to an ASCII one (ſ to s, the Kelvin sign to k) takes
+// more bytes.
+func tdIndex(args [][]byte, word string) int {
+	for i, a := range args {
+		if len(a) == len(word) && strings.EqualFold(string(a), word) {
+			return i
 		}
 	}
-	c.Field, c.Count = command.TDArg(err), comp
-	return c
+	return -1
 }
 
-func parseTDAdd(args [][]byte) command.Cmd {
-	vals, err := tdigest.AddArgs(args[2:])
-	return command.Cmd{Op: command.TDAdd, Key: args[1], Data: command.Floats(vals), Field: command.TDArg(err)}
+// tdCompression is the COMPRESSION value of CREATE and MERGE, or its
+// argument error.
+func tdCompression(b []byte) (int64, uint8) {
+	c, ok := redisnum.ParseLL(b)
+	switch {
+	case !ok:
+		return 0, command.TDArgParseCompression
+	case c <= 0:
+		return 0, command.TDArgCompressionRange
+	}
+	return c, 0
+}
+
+// parseTDCreate: key [COMPRESSION c], checked in RedisBloom's order: the
+// argument count (2 or 4, the module's own check), then, after the key
+// (Apply's), COMPRESSION among the two arguments, then the second as the
+// value wherever COMPRESSION was, then td_init (New).
+func parseTDCreate(s *session, args [][]byte) (command.Cmd, string) {
+	if len(args) != 2 && len(args) != 4 {
+		return command.Cmd{}, arityError("tdigest.create")
+	}
+	c := command.Cmd{Op: command.TDCreate, Key: args[1], Count: tdigest.DefaultCompression}
+	if len(args) == 4 {
+		c.Count = 0
+		if tdIndex(args[2:], "COMPRESSION") < 0 {
+			c.Field = command.TDArgWrongKeyword
+			return c, ""
+		}
+		if c.Count, c.Field = tdCompression(args[3]); c.Field != 0 {
+			return c, ""
+		}
+	}
+	if _, ok := tdigest.New(c.Count); !ok {
+		c.Field = command.TDArgAlloc
+	}
+	return c, ""
+}
+
+// tdFinite is ADD's check of a value that parsed (not nan).
+func tdFinite(v float64) uint8 {
+	if math.IsInf(v, 0) {
+		return command.TDArgValNotFinite
+	}
+	return 0
+}
+
+// tdFraction is QUANTILE's check of a fraction.
+func tdFraction(v float64) uint8 {
+	if v < 0 || v > 1 {
+		return command.TDArgQuantileRange
+	}
+	return 0
+}
+
+// tdDoubles parses the doubles after the key in turn
+// (RedisModule_StringToDouble, which refuses nan): the first that does
+// not parse is bad's error, the first check refuses check's (nil: none).
+// flag is REVRANK.
+func tdDoubles(op command.Op, flag bool, bad uint8, check func(float64) uint8) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		c := command.Cmd{Op: op, Key: args[1], Flag: flag}
+		vals := make([]float64, len(args)-2)
+		for i, a := range args[2:] {
+			v, ok := redisnum.ParseDouble(a)
+			if !ok {
+				c.Field = bad
+			} else if check != nil {
+				c.Field = check(v)
+			}
+			if c.Field != 0 {
+				vals = nil
+				break
+			}
+			vals[i] = v
+		}
+		c.Data = command.Floats(vals)
+		return c, ""
+	}
+}
+
+// parseTDByRank: ranks in turn, each an integer, not negative.
+func parseTDByRank(rev bool) func(*session, [][]byte) (command.Cmd, string) {
+	return func(s *session, args [][]byte) (command.Cmd, string) {
+		c := command.Cmd{Op: command.TDByRank, Key: args[1], Flag: rev}
+		ranks := make([]int64, len(args)-2)
+		for i, a := range args[2:] {
+			v, ok := redisnum.ParseLL(a)
+			switch {
+			case !ok:
+				c.Field = command.TDArgParseRank
+			case v < 0:
+				c.Field = command.TDArgRankNegative
+			}
+			if c.Field != 0 {
+				ranks = nil
+				break
+			}
+			ranks[i] = v
+		}
+		c.Data = command.Int64s(ranks)
+		return c, ""
+	}
+}
+
+// parseTDTrimmedMean: the low cut parses, the high cut parses, both lie
+// in [0, 1], low < high.
+func parseTDTrimmedMean(s *session, args [][]byte) (command.Cmd, string) {
+	c := command.Cmd{Op: command.TDTrimmedMean, Key: args[1]}
+	lo, okLo := redisnum.ParseDouble(args[2])
+	hi, okHi := redisnum.ParseDouble(args[3])
+	switch {
+	case !okLo:
+		c.Field = command.TDArgParseLowCut
+	case !okHi:
+		c.Field = command.TDArgParseHighCut
+	case lo < 0 || lo > 1 || hi < 0 || hi > 1:
+		c.Field = command.TDArgCutRange
+	case lo >= hi:
+		c.Field = command.TDArgCutOrder
+	default:
+		c.Data = command.Floats([]float64{lo, hi})
+	}
+	return c, ""
 }
 
 // parseTDMerge: destination numkeys source… [COMPRESSION c] [OVERRIDE];
-// Count is COMPRESSION's value (0 without it), Flag OVERRIDE.
-func parseTDMerge(args [][]byte) command.Cmd {
+// Count is COMPRESSION's value (0 without it), Flag OVERRIDE. RedisBloom's
+// order: the destination's type (Apply's), numkeys (it parses, is
+// positive, and no more keys than arguments follow it: the arity error),
+// then the options: when arguments follow the keys, COMPRESSION among
+// them (the first match) needs a value (the arity error) that parses as
+// CREATE's does; OVERRIDE anywhere among them; neither present is the
+// wrong keyword, other tokens are ignored. Apply checks the sources after
+// all this.
+func parseTDMerge(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.TDMerge, Key: args[1]}
-	m, err := tdigest.ParseMergeArgs(args[2:])
-	if err != nil {
-		c.Field = command.TDArg(err)
-		return c
+	n, ok := redisnum.ParseLL(args[2])
+	switch {
+	case !ok:
+		c.Field = command.TDArgParseNumkeys
+	case n <= 0:
+		c.Field = command.TDArgNumkeysRange
+	case n > int64(len(args)-3):
+		c.Field = command.TDArgMergeArity
 	}
-	c.Keys = args[3 : 3+m.NumKeys]
-	if m.HasCompression {
-		c.Count = m.Compression
+	if c.Field != 0 {
+		return c, ""
 	}
-	c.Flag = m.Override
-	return c
-}
-
-// tdFloats parses a query's doubles with one of the tdigest *Args
-// functions; flag is REVRANK.
-func tdFloats(op command.Op, flag bool, parse func([][]byte) ([]float64, error)) func([][]byte) command.Cmd {
-	return func(args [][]byte) command.Cmd {
-		vals, err := parse(args[2:])
-		return command.Cmd{Op: op, Key: args[1], Data: command.Floats(vals), Flag: flag, Field: command.TDArg(err)}
+	var comp int64
+	override := false
+	if opts := args[3+n:]; len(opts) > 0 {
+		ci := tdIndex(opts, "COMPRESSION")
+		if ci >= 0 {
+			if ci+1 >= len(opts) {
+				c.Field = command.TDArgMergeArity
+				return c, ""
+			}
+			if comp, c.Field = tdCompression(opts[ci+1]); c.Field != 0 {
+				return c, ""
+			}
+		}
+		override = tdIndex(opts, "OVERRIDE") >= 0
+		if ci < 0 && !override {
+			c.Field = command.TDArgWrongKeyword
+			return c, ""
+		}
 	}
-}
-
-func parseTDByRank(rev bool) func([][]byte) command.Cmd {
-	return func(args [][]byte) command.Cmd {
-		ranks, err := tdigest.ByRankArgs(args[2:])
-		return command.Cmd{Op: command.TDByRank, Key: args[1], Data: command.Int64s(ranks), Flag: rev, Field: command.TDArg(err)}
-	}
-}
-
-func parseTDTrimmedMean(args [][]byte) command.Cmd {
-	lo, hi, err := tdigest.TrimmedMeanArgs(args[2], args[3])
-	c := command.Cmd{Op: command.TDTrimmedMean, Key: args[1], Field: command.TDArg(err)}
-	if err == nil {
-		c.Data = command.Floats([]float64{lo, hi})
-	}
-	return c
+	c.Keys, c.Count, c.Flag = args[3:3+n], comp, override
+	return c, ""
 }
 
 func renderTDDouble(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {

@@ -93,7 +93,7 @@ func TestDeterministic(t *testing.T) {
 				a.Quantiles([]float64{0.5})
 			}
 		}
-		m, err := Merge(a, []*Digest{b, a}, MergeArgs{})
+		m, err := Merge(a, []*Digest{b, a}, MergeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func BenchmarkMerge(b *testing.B) {
 	x.AddValues(vals[:100000])
 	y.AddValues(vals[100000:])
 	for b.Loop() {
-		if _, err := Merge(nil, []*Digest{x, y}, MergeArgs{}); err != nil {
+		if _, err := Merge(nil, []*Digest{x, y}, MergeOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,28 +7,23 @@ import (
 	"github.com/bfserver/bfserver/sketch/tdigest"
 )
 
-// TDIGEST.CREATE, ADD and QUANTILE, answered as RedisBloom answers them.
+// The digest TDIGEST.CREATE k COMPRESSION 50 then ADD k 1 2 3 4 100
+// leave, its quantiles 0.5 and 0.9 as RedisBloom's RESP2 replies, and
+// its INFO; a compression whose capacity wraps takes no value.
 func Example() {
-	c, err := tdigest.CreateArgs([][]byte{[]byte("COMPRESSION"), []byte("50")})
-	if err != nil {
+	d, _ := tdigest.New(50)
+	if err := d.AddValues([]float64{1, 2, 3, 4, 100}); err != nil {
 		panic(err)
 	}
-	d, _ := tdigest.New(c)
-	vals, err := tdigest.AddArgs([][]byte{[]byte("1"), []byte("2"), []byte("3"), []byte("4"), []byte("100")})
-	if err != nil {
-		panic(err)
-	}
-	d.AddValues(vals)
-	qs, _ := tdigest.QuantileArgs([][]byte{[]byte("0.5"), []byte("0.9")})
-	for _, v := range d.Quantiles(qs) {
+	for _, v := range d.Quantiles([]float64{0.5, 0.9}) {
 		fmt.Printf("%q\n", redisnum.AppendRESP2Double(nil, v))
 	}
-	_, err = tdigest.AddArgs([][]byte{[]byte("inf")})
-	fmt.Println(err)
 	fmt.Println(d.Info().Values())
+	wrapped, _ := tdigest.New(357913940)
+	fmt.Println(wrapped.AddValues([]float64{1}))
 	// Output:
 	// "$1\r\n3\r\n"
 	// "$3\r\n100\r\n"
-	// ERR T-Digest: val parameter needs to be a finite number
 	// [50 310 5 0 5 0 5 1 5040]
+	// tdigest: overflow
 }

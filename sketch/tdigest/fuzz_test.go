@@ -174,7 +174,7 @@ func FuzzOps(f *testing.F) {
 					dst = d
 				}
 				c := int64(next()%50) + 1
-				to, err := Merge(dst, srcs, MergeArgs{Compression: c, HasCompression: next()%2 == 0, Override: next()%3 == 0})
+				to, err := Merge(dst, srcs, MergeOptions{Compression: c, HasCompression: next()%2 == 0, Override: next()%3 == 0})
 				if err != nil {
 					t.Fatal(err)
 				}

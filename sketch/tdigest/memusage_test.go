@@ -8,6 +8,15 @@ import (
 	"github.com/bfserver/bfserver/internal/golden"
 )
 
+func readRecords(t testing.TB, path string) []golden.Record {
+	t.Helper()
+	recs, err := golden.LoadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return recs
+}
+
 // TestMemUsageCapture checks MemUsage against memusage.jsonl: TDIGEST.INFO's
 // Memory usage for compressions 1 to 100000, constant as values arrive,
 // and MEMORY USAGE = MemUsage + the key's own overhead, the same overhead
@@ -35,9 +44,12 @@ func TestMemUsageCapture(t *testing.T) {
 		cmd := strings.ToUpper(string(args[0]))
 		switch {
 		case cmd == "TDIGEST.CREATE":
-			c, err := CreateArgs(args[2:])
-			if err != nil {
-				t.Fatal(err)
+			c := int64(DefaultCompression)
+			if len(args) == 4 { // COMPRESSION c
+				var err error
+				if c, err = strconv.ParseInt(string(args[3]), 10, 64); err != nil {
+					t.Fatal(err)
+				}
 			}
 			d, _ = New(c)
 		case cmd == "TDIGEST.INFO":

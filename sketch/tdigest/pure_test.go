@@ -127,7 +127,7 @@ func TestFootprintBounds(t *testing.T) {
 		}
 		src, _ := New(int64(1 + rng.IntN(300)))
 		src.AddValues([]float64{1, 2, 3, rng.Float64()})
-		opts := MergeArgs{Override: rng.IntN(2) == 0}
+		opts := MergeOptions{Override: rng.IntN(2) == 0}
 		if rng.IntN(2) == 0 {
 			opts.Compression, opts.HasCompression = int64(1+rng.IntN(500)), true
 		}

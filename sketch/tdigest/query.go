@@ -479,7 +479,7 @@ func (d *Digest) FootprintAfterAdd(n int) uint64 {
 
 // MergeFootprint bounds the Footprint of Merge's result for the same
 // arguments, computed before Merge changes anything.
-func MergeFootprint(dst *Digest, srcs []*Digest, opts MergeArgs) uint64 {
+func MergeFootprint(dst *Digest, srcs []*Digest, opts MergeOptions) uint64 {
 	c := mergeCompression(dst, srcs, opts)
 	if c < 0 || c > MaxCompression {
 		return footprintOf(0) // New refuses it: nothing is allocated

@@ -1,25 +1,12 @@
 package tdigest
 
-import (
-	"errors"
-
-	"github.com/bfserver/bfserver/rdb"
-)
+import "github.com/bfserver/bfserver/rdb"
 
 // RedisBloom's module type for t-digest keys (TYPE answers the name) and
 // the encoding version of its RDB values.
 const (
 	TypeName    = "TDIS-TYPE"
 	EncodingVer = 0
-)
-
-// Decoding errors.
-var (
-	// ErrBadFormat: a dump or RDB value that is malformed or describes a
-	// state RedisBloom never writes.
-	ErrBadFormat = errors.New("tdigest: bad dump format")
-	// ErrTooLarge: the value would hold more node bytes than allowed.
-	ErrTooLarge = errors.New("tdigest: value too large")
 )
 
 // AppendRDB appends the digest as TDigestRdbSave writes it (the module

@@ -349,8 +349,16 @@ func (d *Digest) mergeInto(into *Digest) bool {
 	return true
 }
 
-// Merge is TDIGEST.MERGE after its arguments were parsed (ParseMergeArgs)
-// and its keys looked up: dst is the destination's digest (nil when the
+// MergeOptions are TDIGEST.MERGE's options: COMPRESSION's value when
+// HasCompression, and OVERRIDE.
+type MergeOptions struct {
+	Compression    int64
+	HasCompression bool
+	Override       bool
+}
+
+// Merge is TDIGEST.MERGE after its arguments were parsed and its keys
+// looked up: dst is the destination's digest (nil when the
 // key is absent; it may also appear among srcs, in numkeys order). It
 // returns the new destination digest, which replaces dst. The sources
 // are compressed on the way (RedisBloom's td_merge does it), even when
@@ -360,7 +368,7 @@ func (d *Digest) mergeInto(into *Digest) bool {
 // an existing destination's; else the largest of the sources'. An
 // existing destination's own data is merged first unless OVERRIDE, and a
 // failure there is ignored (RedisBloom ignores it).
-func Merge(dst *Digest, srcs []*Digest, opts MergeArgs) (*Digest, error) {
+func Merge(dst *Digest, srcs []*Digest, opts MergeOptions) (*Digest, error) {
 	to, ok := New(mergeCompression(dst, srcs, opts))
 	if !ok {
 		return nil, ErrMergeAlloc
@@ -377,7 +385,7 @@ func Merge(dst *Digest, srcs []*Digest, opts MergeArgs) (*Digest, error) {
 }
 
 // mergeCompression is the compression Merge gives the new destination.
-func mergeCompression(dst *Digest, srcs []*Digest, opts MergeArgs) int64 {
+func mergeCompression(dst *Digest, srcs []*Digest, opts MergeOptions) int64 {
 	c := int64(0)
 	useMax := dst == nil
 	if dst != nil {
