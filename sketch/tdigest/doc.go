@@ -1,9 +1,10 @@
 // Package tdigest is RedisBloom 8.8.0's t-digest (the TDIGEST.* commands)
 // as a pure Go package: the same sequence of TDIGEST.CREATE, ADD, MERGE
 // and RESET leaves bit-identical state, and every query answers the same
-// bytes, as RedisBloom on Redis 8.0-m01. It does no I/O, reads no clock
-// and draws no randomness; bfserver's command layer wires it in (issue
-// #26).
+// numbers, as RedisBloom on Redis 8.0-m01. It does no I/O, reads no clock
+// and draws no randomness, and knows nothing of the protocol: the server
+// package parses the commands' arguments, and maps the package's errors
+// (errors.go) to RedisBloom's replies.
 //
 // # Algorithm
 //
@@ -54,20 +55,19 @@
 //     bit for 0.6% of integers, enough to flip a merge).
 //   - Capacity wraps as C's int does: compressions from 357913940 give a
 //     negative capacity, and such a digest refuses every value with
-//     "overflow detected", as RedisBloom's does.
-//   - Replies: FormatDouble is Redis's d2string (integers within ±2^62,
-//     else fpconv's Grisu2, whose digits are not always Go's shortest);
-//     ParseDouble and ParseLongLong are RedisModule_StringToDouble and
-//     StringToLongLong; the *Args functions check arguments in
-//     RedisBloom's order and return its error strings (args.go says which
-//     checks the caller makes: arity, key existence and type).
+//     "overflow detected", as RedisBloom's does (ErrOverflow).
 //
-// The tests replay captures of the live RedisBloom (testdata/, see its
-// README): a transcript of every command, option and error in RESP2 and
-// RESP3, random sessions, 50 000-value streams, DUMP payloads, 3 800 double
-// formats — every reply byte-identical — and TestLiveDifferential, run
-// against a live server, compares thousands of random sessions reply for
-// reply and moves digests both ways through DUMP/RESTORE.
+// What the server adds (argument parsing in RedisBloom's order of checks,
+// its error strings, Redis's number grammar and double formatting in
+// internal/redisnum) is tested there: TestOracleTDigest replays this
+// package's captures (testdata/, see its README: a transcript of every
+// command, option and error in RESP2 and RESP3, random sessions,
+// 50 000-value streams, DUMP payloads) through the server, every reply
+// byte-identical, TestOracleTDigestFormat its 3 800 double formats, and
+// TestTDigestLiveDifferential, run against a live RedisBloom, compares
+// thousands of random sessions reply for reply and moves digests both
+// ways through DUMP/RESTORE. Here, TestMemUsageCapture checks MemUsage
+// against the captures.
 //
 // # Encodings
 //
