@@ -113,53 +113,53 @@ func tdFraction(v float64) uint8 {
 	return 0
 }
 
-// tdDoubles parses the doubles after the key in turn
-// (RedisModule_StringToDouble, which refuses nan): the first that does
-// not parse is bad's error, the first check refuses check's (nil: none).
-// flag is REVRANK.
+// tdEach parses the arguments in turn with parse, which gives a value or
+// an argument error code: the first error ends it.
+func tdEach[T any](args [][]byte, parse func([]byte) (T, uint8)) ([]T, uint8) {
+	out := make([]T, len(args))
+	for i, a := range args {
+		v, code := parse(a)
+		if code != 0 {
+			return nil, code
+		}
+		out[i] = v
+	}
+	return out, 0
+}
+
+// tdDoubles parses the doubles after the key (RedisModule_StringToDouble,
+// which refuses nan): one that does not parse is bad's error, one check
+// refuses check's (nil: none). flag is REVRANK.
 func tdDoubles(op command.Op, flag bool, bad uint8, check func(float64) uint8) func(*session, [][]byte) (command.Cmd, string) {
 	return func(s *session, args [][]byte) (command.Cmd, string) {
-		c := command.Cmd{Op: op, Key: args[1], Flag: flag}
-		vals := make([]float64, len(args)-2)
-		for i, a := range args[2:] {
+		vals, code := tdEach(args[2:], func(a []byte) (float64, uint8) {
 			v, ok := redisnum.ParseDouble(a)
-			if !ok {
-				c.Field = bad
-			} else if check != nil {
-				c.Field = check(v)
+			switch {
+			case !ok:
+				return 0, bad
+			case check != nil:
+				return v, check(v)
 			}
-			if c.Field != 0 {
-				vals = nil
-				break
-			}
-			vals[i] = v
-		}
-		c.Data = command.Floats(vals)
-		return c, ""
+			return v, 0
+		})
+		return command.Cmd{Op: op, Key: args[1], Flag: flag, Data: command.Floats(vals), Field: code}, ""
 	}
 }
 
-// parseTDByRank: ranks in turn, each an integer, not negative.
+// parseTDByRank: ranks, each an integer, not negative.
 func parseTDByRank(rev bool) func(*session, [][]byte) (command.Cmd, string) {
 	return func(s *session, args [][]byte) (command.Cmd, string) {
-		c := command.Cmd{Op: command.TDByRank, Key: args[1], Flag: rev}
-		ranks := make([]int64, len(args)-2)
-		for i, a := range args[2:] {
+		ranks, code := tdEach(args[2:], func(a []byte) (int64, uint8) {
 			v, ok := redisnum.ParseLL(a)
 			switch {
 			case !ok:
-				c.Field = command.TDArgParseRank
+				return 0, command.TDArgParseRank
 			case v < 0:
-				c.Field = command.TDArgRankNegative
+				return 0, command.TDArgRankNegative
 			}
-			if c.Field != 0 {
-				ranks = nil
-				break
-			}
-			ranks[i] = v
-		}
-		c.Data = command.Int64s(ranks)
-		return c, ""
+			return v, 0
+		})
+		return command.Cmd{Op: command.TDByRank, Key: args[1], Flag: rev, Data: command.Int64s(ranks), Field: code}, ""
 	}
 }
 
