@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/bfserver/bfserver/cmdinfo"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -50,7 +51,7 @@ var categories = []string{"keyspace", "read", "write", "set", "sortedset", "list
 // there is no such category.
 func CategoryBit(name string) uint32 {
 	for i, c := range categories {
-		if asciiFold(c, name) {
+		if ascii.EqualFold(c, name) {
 			return 1 << i
 		}
 	}
@@ -117,7 +118,7 @@ func NewTable(defs []Def) *Table {
 // Lookup finds a command by its name in a rule ("bf.add",
 // "CONFIG|GET"), as Redis's ACLLookupCommand: any case, at most one '|'.
 func (t *Table) Lookup(name string) *Command {
-	base, sub, pipe := strings.Cut(asciiLower(name), "|")
+	base, sub, pipe := strings.Cut(ascii.ToLower(name), "|")
 	c := t.byName[base]
 	if c == nil || !pipe {
 		return c
@@ -192,7 +193,7 @@ func (sel *selector) changePerm(ac *Command, allow bool) {
 // one of its subcommands, "config|get" for "config") goes, and the new
 // one is appended.
 func (sel *selector) updateRules(name string, allow bool) {
-	name = asciiLower(name)
+	name = ascii.ToLower(name)
 	sel.rules = slices.DeleteFunc(sel.rules, func(r string) bool {
 		r = r[1:]
 		return r == name || len(r) > len(name) && r[len(name)] == '|' && r[:len(name)] == name
@@ -219,42 +220,6 @@ const (
 	errSubFirstArg  ruleError = "Allowing first-arg of a subcommand is not supported"
 )
 
-// asciiLower and asciiFold are C's tolower and strcasecmp (ASCII only),
-// as Redis lowers rules and compares names.
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if b[j] >= 'A' && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
-}
-
-func asciiFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x >= 'A' && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if y >= 'A' && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 // cstr is what C string functions see of op: the bytes before a NUL.
 func cstr(op string) string {
 	if i := strings.IndexByte(op, 0); i >= 0 {
@@ -269,20 +234,20 @@ func cstr(op string) string {
 func (sel *selector) set(op string, lenient bool) error {
 	w := cstr(op)
 	switch {
-	case asciiFold(w, "allkeys") || w == "~*":
+	case ascii.EqualFold(w, "allkeys") || w == "~*":
 		sel.allKeys, sel.patterns = true, nil
-	case asciiFold(w, "resetkeys"):
+	case ascii.EqualFold(w, "resetkeys"):
 		sel.allKeys, sel.patterns = false, nil
-	case asciiFold(w, "allchannels") || w == "&*":
+	case ascii.EqualFold(w, "allchannels") || w == "&*":
 		sel.allChannels, sel.channels = true, nil
-	case asciiFold(w, "resetchannels"):
+	case ascii.EqualFold(w, "resetchannels"):
 		sel.allChannels, sel.channels = false, nil
-	case asciiFold(w, "allcommands") || asciiFold(w, "+@all"):
+	case ascii.EqualFold(w, "allcommands") || ascii.EqualFold(w, "+@all"):
 		for i := range sel.allowed {
 			sel.allowed[i] = ^uint64(0)
 		}
 		sel.allCommands, sel.future, sel.rules, sel.firstArgs = true, true, nil, nil
-	case asciiFold(w, "nocommands") || asciiFold(w, "-@all"):
+	case ascii.EqualFold(w, "nocommands") || ascii.EqualFold(w, "-@all"):
 		clear(sel.allowed)
 		sel.allCommands, sel.future, sel.rules, sel.firstArgs = false, false, nil, nil
 	case op[0] == '~' || op[0] == '%':
@@ -413,7 +378,7 @@ func (sel *selector) allow(name string, lenient bool) error {
 		if sel.firstArgs == nil {
 			sel.firstArgs = map[int][]string{}
 		}
-		if sub = asciiLower(sub); !slices.Contains(sel.firstArgs[ac.ID], sub) {
+		if sub = ascii.ToLower(sub); !slices.Contains(sel.firstArgs[ac.ID], sub) {
 			sel.firstArgs[ac.ID] = append(sel.firstArgs[ac.ID], sub)
 		}
 	}
@@ -514,17 +479,17 @@ func (u *User) set(op string, lenient bool) error {
 	}
 	w := cstr(op)
 	switch {
-	case asciiFold(w, "on"):
+	case ascii.EqualFold(w, "on"):
 		u.enabled = true
-	case asciiFold(w, "off"):
+	case ascii.EqualFold(w, "off"):
 		u.enabled = false
-	case asciiFold(w, "skip-sanitize-payload"):
+	case ascii.EqualFold(w, "skip-sanitize-payload"):
 		u.skipSanitize = true
-	case asciiFold(w, "sanitize-payload"):
+	case ascii.EqualFold(w, "sanitize-payload"):
 		u.skipSanitize = false
-	case asciiFold(w, "nopass"):
+	case ascii.EqualFold(w, "nopass"):
 		u.nopass, u.passwords, u.hashes = true, nil, nil
-	case asciiFold(w, "resetpass"):
+	case ascii.EqualFold(w, "resetpass"):
 		u.nopass, u.passwords, u.hashes = false, nil, nil
 	case op[0] == '>':
 		u.addPassword(hashHex(op[1:]))
@@ -551,9 +516,9 @@ func (u *User) set(op string, lenient bool) error {
 			}
 		}
 		u.sels = append(u.sels, sel)
-	case asciiFold(w, "clearselectors"):
+	case ascii.EqualFold(w, "clearselectors"):
 		u.sels = u.sels[:1]
-	case asciiFold(w, "reset"):
+	case ascii.EqualFold(w, "reset"):
 		u.nopass, u.passwords, u.hashes = false, nil, nil
 		r := u.sels[0]
 		r.allKeys, r.patterns, r.allChannels, r.channels = false, nil, false, nil
@@ -828,7 +793,7 @@ func (sel *selector) check(ac *Command, args [][]byte, keys *keyRefs) (Result, i
 		if len(args) < 2 || len(first) == 0 || ac.Parent != nil {
 			return DeniedCmd, 0
 		}
-		if !slices.ContainsFunc(first, func(a string) bool { return asciiFold(a, string(args[1])) }) {
+		if !slices.ContainsFunc(first, func(a string) bool { return ascii.EqualFold(args[1], a) }) {
 			return DeniedCmd, 0
 		}
 	}
@@ -969,10 +934,6 @@ func NewUser(t *Table, name string) *User {
 	u.finish()
 	return u
 }
-
-// CaseEqual is C's strcasecmp(a, b) == 0: ASCII letters only fold, as
-// Redis compares names and keywords.
-func CaseEqual(a, b string) bool { return asciiFold(a, b) }
 
 // Flags are ACL GETUSER's flags.
 func (u *User) Flags() []string { return u.flags() }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -368,7 +369,7 @@ func (c *Command) keyFlagsAt(ks KeySpec, args [][]byte) []string {
 		return ks.Flags
 	}
 	for _, a := range args[min(3, len(args)):] {
-		if strings.EqualFold(string(a), "get") {
+		if ascii.EqualFold(a, "get") {
 			return []string{"RW", "access", "update"}
 		}
 	}

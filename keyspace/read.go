@@ -2,9 +2,9 @@ package keyspace
 
 import (
 	"math/rand/v2"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/scalable"
 )
@@ -296,7 +296,7 @@ func (k *Keyspace) scan(c *command.Cmd) Result {
 		}
 		pos++
 		if v.expired(c.Now) || (c.Data != nil && !glob.Match(c.Data, []byte(key))) ||
-			(typ != "" && !strings.EqualFold(typ, v.Kind.TypeName())) {
+			(typ != "" && !ascii.EqualFold(typ, v.Kind.TypeName())) {
 			return true
 		}
 		out = append(out, []byte(key))

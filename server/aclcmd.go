@@ -3,11 +3,11 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"strings"
 	"sync"
 
 	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -228,7 +228,7 @@ func cmdACLDryRun(s *session, a [][]byte) {
 	args := a[3:]
 	sp := lookupSpec(args[0])
 	if sp != nil && sp.subs != nil && len(args) > 1 {
-		sp = sp.subs[strings.ToLower(string(args[1]))]
+		sp = sp.subs[ascii.ToLower(args[1])]
 	}
 	if sp == nil {
 		s.w.Error("ERR Command '" + sanitize(acl.CString(string(args[0])), 1<<20) + "' not found")
@@ -380,7 +380,7 @@ func cmdACLLog(s *session, a [][]byte) {
 	switch len(a) {
 	case 2:
 	case 3:
-		if acl.CaseEqual(string(a[2]), "reset") {
+		if ascii.EqualFold(a[2], "reset") {
 			l.mu.Lock()
 			l.entries = nil
 			l.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -326,7 +327,7 @@ func lookedUp(args [][]byte) *spec {
 	if sp == nil || sp.subs == nil || len(args) < 2 {
 		return sp
 	}
-	return sp.subs[strings.ToLower(string(args[1]))]
+	return sp.subs[ascii.ToLower(args[1])]
 }
 
 // admit applies the checks Redis makes after ACL and before running or

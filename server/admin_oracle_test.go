@@ -64,8 +64,8 @@ func (f *fakeCluster) Backup(context.Context, string) (uint64, error) {
 	return 0, errors.New("no backups here")
 }
 
-// adminRecord is a record of testdata/oracle/admin.jsonl with the fields
-// only that file uses.
+// adminRecord is a record of testdata/oracle/admin.jsonl (or another
+// capture of admin commands) with the fields only those files use.
 type adminRecord struct {
 	golden.Record
 	Fields            []string `json:"fields"`
@@ -74,9 +74,9 @@ type adminRecord struct {
 	VolatilePositions []int    `json:"volatile_positions"`
 }
 
-func loadAdmin(t *testing.T) []adminRecord {
+func loadAdmin(t *testing.T, file string) []adminRecord {
 	t.Helper()
-	f, err := os.Open(filepath.Join(golden.OracleDir(), "admin.jsonl"))
+	f, err := os.Open(filepath.Join(golden.OracleDir(), file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ var adminDeviations = map[int]string{
 // fields of CLIENT LIST lines, the positions of SLOWLOG and LATENCY
 // entries); INFO is compared by its field names, section by section.
 func TestOracleAdmin(t *testing.T) {
-	recs := loadAdmin(t)
+	recs := loadAdmin(t, "admin.jsonl")
 	newSrv := func() (*server.Server, *fakeCluster) {
 		fc := newFakeCluster()
 		srv := newServer(t, server.Options{Addr: "127.0.0.1:0", EnableDebugCommand: "yes"}, fc)

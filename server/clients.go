@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/bfserver/bfserver/acl"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -275,7 +276,7 @@ func (s *session) clientType() string {
 
 // parseClientType is Redis's getClientTypeByName.
 func parseClientType(v []byte) (string, bool) {
-	switch strings.ToLower(string(v)) {
+	switch ascii.ToLower(v) {
 	case "normal":
 		return "normal", true
 	case "slave", "replica":
@@ -330,7 +331,7 @@ func cmdClientList(s *session, a [][]byte) {
 		for _, c := range s.srv.sessions() {
 			line(c)
 		}
-	case len(a) == 4 && strings.EqualFold(string(a[2]), "type"):
+	case len(a) == 4 && ascii.EqualFold(a[2], "type"):
 		typ, ok := parseClientType(a[3])
 		if !ok {
 			s.w.Error("ERR Unknown client type '" + sanitize(string(a[3]), 128) + "'")
@@ -341,7 +342,7 @@ func cmdClientList(s *session, a [][]byte) {
 				line(c)
 			}
 		}
-	case len(a) > 3 && strings.EqualFold(string(a[2]), "id"):
+	case len(a) > 3 && ascii.EqualFold(a[2], "id"):
 		ids := make([]int64, 0, len(a)-3)
 		for _, x := range a[3:] {
 			id, ok := redisnum.ParseLL(x)
@@ -381,7 +382,7 @@ func cmdClientKill(s *session, a [][]byte) {
 		addr, skipMe = string(a[2]), false
 	} else {
 		for i := 2; i < len(a); i += 2 {
-			opt := strings.ToLower(string(a[i]))
+			opt := ascii.ToLower(a[i])
 			if i+1 >= len(a) {
 				s.w.Error(msgSyntax)
 				return
@@ -424,7 +425,7 @@ func cmdClientKill(s *session, a [][]byte) {
 					return
 				}
 			case "skipme":
-				switch strings.ToLower(string(v)) {
+				switch ascii.ToLower(v) {
 				case "yes":
 					skipMe = true
 				case "no":
@@ -474,7 +475,7 @@ func cmdClientKill(s *session, a [][]byte) {
 }
 
 func cmdClientOnOff(s *session, a [][]byte, flag *bool) {
-	switch strings.ToLower(string(a[2])) {
+	switch ascii.ToLower(a[2]) {
 	case "on":
 		*flag = true
 	case "off":
@@ -489,7 +490,7 @@ func cmdClientOnOff(s *session, a [][]byte, flag *bool) {
 // cmdClientReply is CLIENT REPLY ON|OFF|SKIP, as Redis: OFF and SKIP
 // answer nothing, ON answers +OK.
 func cmdClientReply(s *session, a [][]byte) {
-	switch strings.ToLower(string(a[2])) {
+	switch ascii.ToLower(a[2]) {
 	case "on":
 		s.adm.replyOff, s.adm.skipThis, s.adm.skipNext = false, false, false
 		s.w.Simple("OK")
@@ -523,7 +524,7 @@ func cmdClientUnblock(s *session, a [][]byte) {
 		return
 	}
 	if len(a) == 4 {
-		if r := strings.ToLower(string(a[3])); r != "timeout" && r != "error" {
+		if r := ascii.ToLower(a[3]); r != "timeout" && r != "error" {
 			s.w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
 			return
 		}
@@ -538,7 +539,7 @@ func cmdClientUnblock(s *session, a [][]byte) {
 // subcommandSyntax is Redis's addReplySubcommandSyntaxError.
 func subcommandSyntax(s *session, a [][]byte) {
 	s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + sanitize(string(a[1]), 128) +
-		"'. Try " + strings.ToUpper(string(a[0])) + " HELP.")
+		"'. Try " + ascii.ToUpper(a[0]) + " HELP.")
 }
 
 // CLIENT PAUSE <timeout> [WRITE|ALL] holds, until the timeout or CLIENT
@@ -553,7 +554,7 @@ func cmdClientPause(s *session, a [][]byte) {
 	}
 	all := true
 	if len(a) == 4 {
-		switch strings.ToLower(string(a[3])) {
+		switch ascii.ToLower(a[3]) {
 		case "write":
 			all = false
 		case "all":

@@ -2,9 +2,9 @@ package server
 
 import (
 	"math"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -127,7 +127,7 @@ func parseCMSMerge(s *session, args [][]byte) (command.Cmd, string) {
 	rest := args[3:]
 	pos := -1
 	for i, a := range rest {
-		if strings.EqualFold(string(a), "WEIGHTS") {
+		if ascii.EqualFold(a, "WEIGHTS") {
 			pos = i
 			break
 		}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/glob"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
@@ -208,7 +209,7 @@ var serverParams = []serverParam{
 		}, flag: "maxmemory", file: func(s *Server) string { return strconv.FormatUint(s.maxMemory.Load(), 10) }},
 	{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" },
 		set: func(s *Server, v string) (func(), string) {
-			switch strings.ToLower(v) {
+			switch ascii.ToLower(v) {
 			case "noeviction":
 				return func() {}, ""
 			case "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random":
@@ -234,7 +235,7 @@ var serverParams = []serverParam{
 		}
 		return "linearizable"
 	}, set: func(s *Server, v string) (func(), string) {
-		switch strings.ToLower(v) {
+		switch ascii.ToLower(v) {
 		case "linearizable":
 			return func() { s.stale.Store(false) }, ""
 		case "stale":
@@ -322,7 +323,7 @@ func configMemory(v string) (uint64, bool) {
 		u = len(v)
 	}
 	mul := uint64(0)
-	switch strings.ToLower(v[u:]) {
+	switch ascii.ToLower(v[u:]) {
 	case "", "b":
 		mul = 1
 	case "k":
@@ -358,7 +359,7 @@ func yesNo(b bool) string {
 }
 
 func parseYesNo(v string) (bool, bool) {
-	switch strings.ToLower(v) {
+	switch ascii.ToLower(v) {
 	case "yes":
 		return true, true
 	case "no":
@@ -369,7 +370,7 @@ func parseYesNo(v string) (bool, bool) {
 
 func lookupServerParam(name string) *serverParam {
 	for i := range serverParams {
-		if strings.EqualFold(serverParams[i].name, name) {
+		if ascii.EqualFold(serverParams[i].name, name) {
 			return &serverParams[i]
 		}
 	}
@@ -403,7 +404,7 @@ func (s *Server) configGet(patterns [][]byte) [][2]string {
 	// as Redis does (CONFIG GET MAXMEMORY).
 	for i, pair := range out {
 		for _, p := range patterns {
-			if strings.EqualFold(string(p), pair[0]) && !strings.ContainsAny(string(p), "[*?") {
+			if ascii.EqualFold(p, pair[0]) && !strings.ContainsAny(string(p), "[*?") {
 				out[i][0] = string(p)
 				break
 			}
@@ -450,7 +451,7 @@ func (s *Server) configSet(pairs [][]byte) string {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		arg := string(pairs[i])
-		name := strings.ToLower(arg)
+		name := ascii.ToLower(arg)
 		it := item{name: name, value: string(pairs[i+1])}
 		if slices.ContainsFunc(moduleParams, func(p configParam) bool { return p.name == name }) {
 			it.module = true
@@ -494,7 +495,7 @@ func (s *Server) configSet(pairs [][]byte) string {
 }
 
 func globMatchFold(p, s string) bool {
-	return glob.Match([]byte(strings.ToLower(p)), []byte(strings.ToLower(s)))
+	return glob.Match([]byte(ascii.ToLower(p)), []byte(ascii.ToLower(s)))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

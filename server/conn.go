@@ -5,11 +5,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -181,14 +181,14 @@ func cmdHello(s *session, a [][]byte) {
 	for i := 2; i < len(a); i++ {
 		more := len(a) - i - 1
 		switch {
-		case strings.EqualFold(string(a[i]), "AUTH") && more >= 2:
+		case ascii.EqualFold(a[i], "AUTH") && more >= 2:
 			if !s.checkAuth(a[0], a[i+1], a[i+2]) {
 				s.w.Error(msgWrongPass)
 				return
 			}
 			authed = true
 			i += 2
-		case strings.EqualFold(string(a[i]), "SETNAME") && more >= 1:
+		case ascii.EqualFold(a[i], "SETNAME") && more >= 1:
 			name, setName = a[i+1], true
 			if !validName(name) {
 				s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -462,7 +462,7 @@ func cmdClientSetName(s *session, a [][]byte) {
 }
 
 func cmdClientSetInfo(s *session, a [][]byte) {
-	opt := strings.ToUpper(string(a[2]))
+	opt := ascii.ToUpper(a[2])
 	if opt != "LIB-NAME" && opt != "LIB-VER" {
 		s.w.Error("ERR Unrecognized option '" + sanitize(string(a[2]), 128) + "'")
 		return
@@ -484,9 +484,9 @@ func cmdClientSetInfo(s *session, a [][]byte) {
 func cmdConsistency(s *session, a [][]byte) {
 	switch {
 	case len(a) == 1:
-	case len(a) == 2 && strings.EqualFold(string(a[1]), "linearizable"):
+	case len(a) == 2 && ascii.EqualFold(a[1], "linearizable"):
 		s.stale = false
-	case len(a) == 2 && strings.EqualFold(string(a[1]), "stale"):
+	case len(a) == 2 && ascii.EqualFold(a[1], "stale"):
 		s.stale = true
 	default:
 		s.w.Error(msgSyntax)

@@ -2,9 +2,9 @@ package server
 
 import (
 	"math"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -53,26 +53,24 @@ func registerFilters() {
 	module("cf.debug", -1, flagsRead, catCuckooR, kRWAU, parseDebug(command.CFDebug), renderBulk)
 }
 
-// argIndex is RMUtil_ArgIndex: the first argument (key included) equal to
-// name, case-insensitively, or -1.
-func argIndex(args [][]byte, name string) int {
-	for i := 1; i < len(args); i++ {
-		if strings.EqualFold(string(args[i]), name) {
+// argIndex is RMUtil_ArgIndex: the first of args equal to word (ASCII
+// case folded, as strcasecmp), or -1. Given a whole command, args[0] is
+// its name, which equals no option.
+func argIndex(args [][]byte, word string) int {
+	for i, a := range args {
+		if ascii.EqualFold(a, word) {
 			return i
 		}
 	}
 	return -1
 }
 
+// lower is b[i] lowered as C's tolower, or 0 past the end.
 func lower(b []byte, i int) byte {
 	if i >= len(b) {
 		return 0
 	}
-	c := b[i]
-	if c >= 'A' && c <= 'Z' {
-		c += 'a' - 'A'
-	}
-	return c
+	return ascii.Lower(b[i])
 }
 
 func parseBFReserve(s *session, args [][]byte) (command.Cmd, string) {
@@ -229,7 +227,7 @@ func parseBFInfo(s *session, args [][]byte) (command.Cmd, string) {
 	}
 	c := command.Cmd{Op: command.BFInfo, Key: args[1]}
 	if len(args) == 3 {
-		f, ok := bfInfoFields[strings.ToLower(string(args[2]))]
+		f, ok := bfInfoFields[ascii.ToLower(args[2])]
 		if !ok {
 			f = 0xff // rejected after the key is checked, as RedisBloom does
 		}

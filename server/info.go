@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -84,7 +85,7 @@ func (s *Server) infoText(args [][]byte) string {
 	want := map[string]bool{}
 	all, dflt := false, len(args) == 0
 	for _, a := range args {
-		switch n := strings.ToLower(string(a)); n {
+		switch n := ascii.ToLower(a); n {
 		case "all", "everything":
 			all = true
 		case "default":
@@ -95,7 +96,7 @@ func (s *Server) infoText(args [][]byte) string {
 	}
 	var b infoBuilder
 	for _, sec := range infoSections {
-		named := want[strings.ToLower(sec.name)]
+		named := want[ascii.ToLower(sec.name)]
 		if !named && (sec.own || !all && !(dflt && sec.dflt)) {
 			continue
 		}

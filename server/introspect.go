@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bfserver/bfserver/cmdinfo"
+	"github.com/bfserver/bfserver/internal/ascii"
 )
 
 func pid() int { return os.Getpid() }
@@ -42,7 +43,7 @@ func cmdCommand(s *session, a [][]byte) {
 // Redis's lookupCommandBySds does, and returns it with its full lower-case
 // name.
 func lookupFull(name []byte) (*spec, string) {
-	base, sub, pipe := strings.Cut(strings.ToLower(string(name)), "|")
+	base, sub, pipe := strings.Cut(ascii.ToLower(name), "|")
 	sp := commandTable()[base]
 	if sp == nil || !pipe {
 		return sp, base
@@ -99,15 +100,15 @@ func cmdCommandList(s *session, a [][]byte) {
 	switch {
 	case len(a) == 2:
 		keep = func(string, *spec) bool { return true }
-	case len(a) == 5 && strings.EqualFold(string(a[2]), "filterby"):
+	case len(a) == 5 && ascii.EqualFold(a[2], "filterby"):
 		arg := string(a[4])
-		switch strings.ToLower(string(a[3])) {
+		switch ascii.ToLower(a[3]) {
 		case "module":
-			keep = func(full string, sp *spec) bool { return strings.EqualFold(sp.meta.Doc.Module, arg) }
+			keep = func(full string, sp *spec) bool { return ascii.EqualFold(sp.meta.Doc.Module, arg) }
 		case "aclcat":
 			keep = func(full string, sp *spec) bool {
 				for _, c := range sp.meta.Info.Categories {
-					if strings.EqualFold(strings.TrimPrefix(c, "@"), arg) {
+					if ascii.EqualFold(strings.TrimPrefix(c, "@"), arg) {
 						return true
 					}
 				}
@@ -147,7 +148,7 @@ func cmdGetKeys(s *session, args [][]byte, withFlags bool) {
 	if sp != nil {
 		full = sp.name
 		if len(args) > 1 && len(sp.subs) > 0 {
-			name := strings.ToLower(string(args[1]))
+			name := ascii.ToLower(args[1])
 			sp = sp.subs[name]
 			full += "|" + name
 		}

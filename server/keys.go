@@ -2,9 +2,9 @@ package server
 
 import (
 	"math"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/memtune"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
@@ -84,7 +84,7 @@ func registerKeys() {
 // otherwise unused: a filter's size does not depend on sampling.
 func parseMemoryUsage(s *session, a [][]byte) (command.Cmd, string) {
 	for j := 3; j < len(a); j++ {
-		if !strings.EqualFold(string(a[j]), "SAMPLES") || j+1 >= len(a) {
+		if !ascii.EqualFold(a[j], "SAMPLES") || j+1 >= len(a) {
 			return command.Cmd{}, msgSyntax
 		}
 		n, ok := redisnum.ParseLL(a[j+1])
@@ -112,7 +112,7 @@ func parseNoKey(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
 func parseFlush(op command.Op) func(*session, [][]byte) (command.Cmd, string) {
 	return func(s *session, args [][]byte) (command.Cmd, string) {
 		for _, a := range args[1:] {
-			if !strings.EqualFold(string(a), "ASYNC") && !strings.EqualFold(string(a), "SYNC") {
+			if !ascii.EqualFold(a, "ASYNC") && !ascii.EqualFold(a, "SYNC") {
 				return command.Cmd{}, msgSyntax
 			}
 		}
@@ -133,9 +133,9 @@ func parseCopy(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.Copy, Key: args[1], Dst: args[2]}
 	for i := 3; i < len(args); i++ {
 		switch {
-		case strings.EqualFold(string(args[i]), "REPLACE"):
+		case ascii.EqualFold(args[i], "REPLACE"):
 			c.NX = true
-		case strings.EqualFold(string(args[i]), "DB") && i+1 < len(args):
+		case ascii.EqualFold(args[i], "DB") && i+1 < len(args):
 			i++
 			db, ok := redisnum.ParseLL(args[i])
 			if !ok {
@@ -160,7 +160,7 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (command.Cm
 		c := command.Cmd{Op: command.Expire, Key: args[1]}
 		for _, a := range args[3:] {
 			var cond uint8
-			switch strings.ToUpper(string(a)) {
+			switch ascii.ToUpper(a) {
 			case "NX":
 				cond = command.CondNX
 			case "XX":
@@ -177,7 +177,7 @@ func parseExpire(unit int64, absolute bool) func(*session, [][]byte) (command.Cm
 			}
 			c.Field = cond
 		}
-		name := strings.ToLower(string(args[0]))
+		name := ascii.ToLower(args[0])
 		if v > math.MaxInt64/unit || v < math.MinInt64/unit {
 			return command.Cmd{}, "ERR invalid expire time in '" + name + "' command"
 		}
@@ -236,7 +236,7 @@ func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 		if i+1 >= len(args) {
 			return command.Cmd{}, msgSyntax
 		}
-		switch strings.ToUpper(string(args[i])) {
+		switch ascii.ToUpper(args[i]) {
 		case "MATCH":
 			c.Data = args[i+1]
 		case "COUNT":
@@ -249,7 +249,7 @@ func parseScan(s *session, args [][]byte) (command.Cmd, string) {
 			}
 			c.Count = n
 		case "TYPE":
-			t := strings.ToLower(string(args[i+1]))
+			t := ascii.ToLower(args[i+1])
 			if !knownTypes[t] {
 				return command.Cmd{}, "ERR unknown type name '" + sanitize(string(args[i+1]), 128) + "'"
 			}
@@ -289,7 +289,7 @@ func parseRestore(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.Restore, Key: args[1], Data: args[3]}
 	abs := false
 	for i := 4; i < len(args); i++ {
-		switch strings.ToUpper(string(args[i])) {
+		switch ascii.ToUpper(args[i]) {
 		case "REPLACE":
 			c.NX = true
 		case "ABSTTL":

@@ -5,13 +5,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/bfserver/bfserver/internal/ascii"
 )
 
 // ParseMemory reads a memory value as Redis's config does: a byte count,
 // or one with a unit (k, kb, m, mb, g, gb; k is 1000 and kb 1024), in any
 // case.
 func ParseMemory(v string) (uint64, error) {
-	lv := strings.ToLower(v)
+	lv := ascii.ToLower(v)
 	mul := uint64(1)
 	for _, u := range []struct {
 		suffix string

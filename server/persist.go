@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bfserver/bfserver/internal/ascii"
 )
 
 // SAVE, BGSAVE, LASTSAVE, SHUTDOWN and DEBUG. A replicated node saves by
@@ -104,7 +106,7 @@ func cmdSave(s *session, a [][]byte) {
 
 // cmdBgsave is BGSAVE [SCHEDULE]: the snapshot is taken in the background.
 func cmdBgsave(s *session, a [][]byte) {
-	if len(a) > 2 || (len(a) == 2 && !strings.EqualFold(string(a[1]), "schedule")) {
+	if len(a) > 2 || (len(a) == 2 && !ascii.EqualFold(a[1], "schedule")) {
 		s.w.Error(msgSyntax)
 		return
 	}
@@ -136,7 +138,7 @@ func cmdBgsave(s *session, a [][]byte) {
 func cmdShutdown(s *session, a [][]byte) {
 	var nosave, save, force, abort, now bool
 	for _, x := range a[1:] {
-		switch strings.ToLower(string(x)) {
+		switch ascii.ToLower(x) {
 		case "nosave":
 			nosave = true
 		case "save":
@@ -209,7 +211,7 @@ const msgDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-c
 // keyspace back from it, whatever the options (NOSAVE cannot load an
 // older image than the one it writes).
 func cmdDebug(s *session, a [][]byte) {
-	sub := strings.ToLower(string(a[1]))
+	sub := ascii.ToLower(a[1])
 	switch {
 	case sub == "sleep" && len(a) == 3:
 		d := cDouble(a[2]) * float64(time.Second)
@@ -227,7 +229,7 @@ func cmdDebug(s *session, a [][]byte) {
 		s.w.Simple("OK")
 	case sub == "reload":
 		for _, o := range a[2:] {
-			switch strings.ToLower(string(o)) {
+			switch ascii.ToLower(o) {
 			case "merge", "noflush", "nosave":
 			default:
 				s.w.Error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
@@ -271,7 +273,7 @@ func cDouble(b []byte) float64 {
 		i++
 	}
 	sign := s[:i]
-	rest := strings.ToLower(s[i:])
+	rest := ascii.ToLower(s[i:])
 	switch {
 	case strings.HasPrefix(rest, "inf"):
 		f, _ := strconv.ParseFloat(sign+"inf", 64)

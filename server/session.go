@@ -10,6 +10,7 @@ import (
 
 	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/evloop"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -358,9 +359,9 @@ func (s *session) resolve(args [][]byte) (*spec, string) {
 		return nil, arityError(sp.name)
 	}
 	if sp.subs != nil && len(args) > 1 {
-		sub := sp.subs[strings.ToLower(string(args[1]))]
+		sub := sp.subs[ascii.ToLower(args[1])]
 		if sub == nil {
-			return nil, "ERR unknown subcommand '" + sanitize(string(args[1]), 128) + "'. Try " + strings.ToUpper(sp.name) + " HELP."
+			return nil, "ERR unknown subcommand '" + sanitize(string(args[1]), 128) + "'. Try " + ascii.ToUpper(sp.name) + " HELP."
 		}
 		if !sub.checkArity(len(args)) {
 			return nil, arityError(sub.full)

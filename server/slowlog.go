@@ -2,10 +2,10 @@ package server
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 )
 
@@ -79,17 +79,19 @@ func redacted(args [][]byte) func(i int) bool {
 	if len(args) < 2 {
 		return none
 	}
-	switch strings.ToLower(string(args[0])) {
+	switch ascii.ToLower(args[0]) {
 	case "auth":
 		return func(i int) bool { return i >= 1 }
 	case "hello":
 		var hide []int
 		for i := 2; i < len(args); i++ {
-			if strings.EqualFold(string(args[i]), "auth") && i+2 < len(args) {
+			if ascii.EqualFold(args[i], "auth") && i+2 < len(args) {
 				hide = append(hide, i+1, i+2)
 				i += 2
-			} else if strings.EqualFold(string(args[i]), "setname") {
+			} else if ascii.EqualFold(args[i], "setname") && i+1 < len(args) {
 				i++
+			} else {
+				break // HELLO stops at the option it cannot read
 			}
 		}
 		return func(i int) bool {
@@ -101,14 +103,14 @@ func redacted(args [][]byte) func(i int) bool {
 			return false
 		}
 	case "config":
-		if !strings.EqualFold(string(args[1]), "set") {
+		if !ascii.EqualFold(args[1], "set") {
 			return none
 		}
 		return func(i int) bool {
-			return i >= 3 && i%2 == 1 && strings.EqualFold(string(args[i-1]), "requirepass")
+			return i >= 3 && i%2 == 1 && ascii.EqualFold(args[i-1], "requirepass")
 		}
 	case "acl":
-		if !strings.EqualFold(string(args[1]), "setuser") {
+		if !ascii.EqualFold(args[1], "setuser") {
 			return none
 		}
 		return func(i int) bool { return i >= 2 }

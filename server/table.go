@@ -8,6 +8,7 @@ import (
 	"github.com/bfserver/bfserver/acl"
 	"github.com/bfserver/bfserver/cmdinfo"
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
 )
@@ -134,13 +135,10 @@ func lookupSpec(name []byte) *spec {
 	commandTable()
 	var buf [32]byte
 	if len(name) > len(buf) {
-		return commands[strings.ToLower(string(name))]
+		return commands[ascii.ToLower(name)]
 	}
 	for i, c := range name {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
+		buf[i] = ascii.Lower(c)
 	}
 	return commands[string(buf[:len(name)])]
 }

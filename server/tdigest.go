@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/redisnum"
@@ -46,19 +45,6 @@ func registerTDigest() {
 	module("tdigest.trimmed_mean", 4, flagsReadSlow, catTDR, kRO, parseTDTrimmedMean, renderTDDouble)
 }
 
-// tdIndex is RMUtil_ArgIndex: the first of args equal to word, ignoring
-// case, or -1. Equal lengths keep the fold to ASCII, as strcasecmp's: a
-// letter that folds to an ASCII one (ſ to s, the Kelvin sign to k) takes
-// more bytes.
-func tdIndex(args [][]byte, word string) int {
-	for i, a := range args {
-		if len(a) == len(word) && strings.EqualFold(string(a), word) {
-			return i
-		}
-	}
-	return -1
-}
-
 // tdCompression is the COMPRESSION value of CREATE and MERGE, or its
 // argument error.
 func tdCompression(b []byte) (int64, uint8) {
@@ -83,7 +69,7 @@ func parseTDCreate(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.TDCreate, Key: args[1], Count: tdigest.DefaultCompression}
 	if len(args) == 4 {
 		c.Count = 0
-		if tdIndex(args[2:], "COMPRESSION") < 0 {
+		if argIndex(args[2:], "COMPRESSION") < 0 {
 			c.Field = command.TDArgWrongKeyword
 			return c, ""
 		}
@@ -210,7 +196,7 @@ func parseTDMerge(s *session, args [][]byte) (command.Cmd, string) {
 	var comp int64
 	override := false
 	if opts := args[3+n:]; len(opts) > 0 {
-		ci := tdIndex(opts, "COMPRESSION")
+		ci := argIndex(opts, "COMPRESSION")
 		if ci >= 0 {
 			if ci+1 >= len(opts) {
 				c.Field = command.TDArgMergeArity
@@ -220,7 +206,7 @@ func parseTDMerge(s *session, args [][]byte) (command.Cmd, string) {
 				return c, ""
 			}
 		}
-		override = tdIndex(opts, "OVERRIDE") >= 0
+		override = argIndex(opts, "OVERRIDE") >= 0
 		if ci < 0 && !override {
 			c.Field = command.TDArgWrongKeyword
 			return c, ""

@@ -3,9 +3,9 @@ package server
 import (
 	"encoding/binary"
 	"math"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -118,7 +118,7 @@ func parseTopKList(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.TopKList, Key: args[1]}
 	if len(args) == 3 {
 		a := string(args[2])
-		if len(a) > len("WITHCOUNT") || !strings.EqualFold(a, "WITHCOUNT"[:len(a)]) {
+		if len(a) > len("WITHCOUNT") || !ascii.EqualFold(a, "WITHCOUNT"[:len(a)]) {
 			return c, "WITHCOUNT keyword expected"
 		}
 		c.Flag = true

@@ -3,9 +3,9 @@ package server
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/ascii"
 	"github.com/bfserver/bfserver/internal/redisnum"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
@@ -65,7 +65,7 @@ func windowSpec(c *command.Cmd, args [][]byte, i int) (int, string) {
 	if !ok {
 		return 0, msgNotInteger
 	}
-	switch strings.ToUpper(string(args[i])) {
+	switch ascii.ToUpper(args[i]) {
 	case "COUNT":
 		if n < 1 || uint64(n) > window.MaxItems {
 			return 0, msgWindowRange
@@ -80,7 +80,7 @@ func windowSpec(c *command.Cmd, args [][]byte, i int) (int, string) {
 		if n < 1 || n > window.MaxWindowMs/unit {
 			return 0, msgWindowRange
 		}
-		if i+3 >= len(args) || !strings.EqualFold(string(args[i+2]), "CAPACITY") {
+		if i+3 >= len(args) || !ascii.EqualFold(args[i+2], "CAPACITY") {
 			return 0, msgWindowSpec
 		}
 		capa, ok := redisnum.ParseLL(args[i+3])
@@ -138,7 +138,7 @@ func parseWReserve(s *session, args [][]byte) (command.Cmd, string) {
 		return c, msg
 	}
 	switch rest := args[3+n:]; {
-	case len(rest) == 1 && strings.EqualFold(string(rest[0]), "KEEPRATE"):
+	case len(rest) == 1 && ascii.EqualFold(rest[0], "KEEPRATE"):
 		c.Flag = true
 	case len(rest) != 0:
 		return c, msgSyntax
@@ -159,7 +159,7 @@ func parseWInsert(s *session, args [][]byte) (command.Cmd, string) {
 	c := command.Cmd{Op: command.WAdd, Key: args[1], Multi: true, ErrorRate: 0.01}
 	hasWindow := false
 	for i := 2; i < len(args); {
-		switch strings.ToUpper(string(args[i])) {
+		switch ascii.ToUpper(args[i]) {
 		case "ITEMS":
 			c.Items = args[i+1:]
 			if len(c.Items) == 0 {

@@ -21,6 +21,9 @@ var rules = []struct {
 	{"engine", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"rdb", nil, []string{"net", "os", "log"}},
 	{"internal/wire", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	// C's case rules (strcasecmp): every keyword and name a client sends
+	// is compared with them.
+	{"internal/ascii", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	{"internal/ratelog", nil, []string{"net", "os"}},
 	// I/O only: it knows sockets, not the protocol they carry.
 	{"internal/evloop", nil, nil},
@@ -32,21 +35,21 @@ var rules = []struct {
 	{"sketch/tdigest", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
-	{"memstore", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"keyspace", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
+	{"persistence", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
+	{"memstore", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// The wire protocol alone: framing, limits, replies; no server state.
-	{"resp", []string{"internal/redisnum"}, []string{"net", "os", "log", "time"}},
+	{"resp", []string{"internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
 	// How Redis reads and writes numbers where clients see them.
-	{"internal/redisnum", nil, []string{"net", "os", "log", "time", "math/rand"}},
+	{"internal/redisnum", []string{"internal/ascii"}, []string{"net", "os", "log", "time", "math/rand"}},
 	// What clients and ACL rules know of each command: data, and the
 	// replies that render it.
-	{"cmdinfo", []string{"resp", "internal/redisnum"}, []string{"net", "os", "log", "time"}},
+	{"cmdinfo", []string{"resp", "internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
 	{"internal/glob", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	// Users and their rules: pure logic over the commands' metadata.
-	{"acl", []string{"cmdinfo", "resp", "internal/glob", "internal/redisnum"}, []string{"net", "os", "log", "time"}},
-	{"server", []string{"resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"acl", []string{"cmdinfo", "resp", "internal/glob", "internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
+	{"server", []string{"internal/ascii", "resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the

@@ -3,6 +3,8 @@ package redisnum
 import (
 	"math"
 	"strconv"
+
+	"github.com/bfserver/bfserver/internal/ascii"
 )
 
 // ParseLL is RedisModule_StringToLongLong (Redis's string2ll): an
@@ -51,7 +53,7 @@ func ParseDouble(b []byte) (float64, bool) {
 	}
 	var v float64
 	switch {
-	case eqFold(s, "inf") || eqFold(s, "infinity"):
+	case ascii.EqualFold(s, "inf") || ascii.EqualFold(s, "infinity"):
 		v = math.Inf(1)
 	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'):
 		f, ok := parseHex(s[2:])
@@ -74,22 +76,6 @@ func ParseDouble(b []byte) (float64, bool) {
 
 func isCSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-func eqFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // digits counts the leading bytes of b that satisfy ok, and whether any
