@@ -55,6 +55,18 @@ def main():
     do(sec, 'BF.INFO', 'b3', 'EXPANS' + IU + 'ON')
     do(sec, 'BF.INFO', 'b3', 'capacity')
 
+    # BF.INSERT and CF.INSERT tell options apart by their first letters
+    # (the third for NOCREATE/NONSCALING): look-alikes later in the word
+    # change nothing, at the start they make an unknown argument.
+    sec = 'insert'
+    do(sec, 'BF.INSERT', 'i1', 'CAPAC' + IU + 'TY', '50', 'NON' + S + 'CALING', 'ITEM' + S, 'a')
+    do(sec, 'BF.INFO', 'i1')
+    do(sec, 'BF.INSERT', 'i2', K + 'CAPACITY', '50', 'ITEMS', 'a')
+    do(sec, 'BF.INSERT', 'i2', 'NO' + S + 'REATE', 'ITEMS', 'a')
+    do(sec, 'CF.INSERT', 'i3', 'CAPAC' + IU + 'TY', '50', 'ITEM' + S, 'a')
+    do(sec, 'CF.INFO', 'i3')
+    do(sec, 'CF.INSERT', 'i4', IL + 'TEMS', 'a')
+
     sec = 'cf'
     do(sec, 'CF.RESERVE', 'c1', '100', 'BUCKET' + S + 'IZE', '4')
     do(sec, 'CF.INFO', 'c1')
