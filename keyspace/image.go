@@ -82,9 +82,9 @@ type Cut struct {
 	pending map[dirtyKey]change // the change record taken; read only
 	// fresh and lo..hi are the rest of it (Keyspace.fresh): keys created
 	// fresh, known from their values' marks.
-	fresh  []dirtyKey
-	lo, hi uint64
-	freeze  *engine.Freeze      // its lock guards what follows
+	fresh   []dirtyKey
+	lo, hi  uint64
+	freeze  *engine.Freeze // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
 	scratch []byte   // the walk's copy of the small key it writes now
