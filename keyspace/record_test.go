@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
-	"github.com/bfserver/bfserver/engine"
 )
 
 // TestFreshRecordNoMap: keys created fresh are recorded by their values'
@@ -170,34 +169,14 @@ func recordModel(t *testing.T, seed uint64) {
 func checkRecord(t *testing.T, c *Cut, model map[dirtyKey]change, st *store, want map[dirtyKey]string) {
 	t.Helper()
 	got := map[dirtyKey]string{}
-	if st.meta == nil {
-		st.meta, st.chunks = map[dirtyKey][]byte{}, map[dirtyKey]map[[2]uint32][]byte{}
-	}
-	buf := make([]byte, engine.ChunkSize)
-	if err := c.Walk(func(ck *CutKey) error {
+	st.seen = func(ck *CutKey) {
 		dk := dirtyKey{ck.DB, ck.Key}
 		if _, dup := got[dk]; dup {
 			t.Errorf("%v walked twice", dk)
 		}
 		got[dk] = fmt.Sprint(ck.Full, ck.Fresh, ck.gone)
-		if ck.Full || ck.Gone() {
-			delete(st.chunks, dk)
-		}
-		if ck.Gone() {
-			delete(st.meta, dk)
-			return nil
-		}
-		st.meta[dk] = ck.Meta()
-		if st.chunks[dk] == nil {
-			st.chunks[dk] = map[[2]uint32][]byte{}
-		}
-		return ck.Chunks(buf, func(c Chunk) error {
-			st.chunks[dk][[2]uint32{c.Part, c.Index}] = append([]byte(nil), c.Data...)
-			return nil
-		})
-	}); err != nil {
-		t.Fatal(err)
 	}
+	st.write(t, c)
 	img := map[dirtyKey]string{}
 	l := st.load(t)
 	for db := range uint8(2) {
