@@ -80,7 +80,11 @@ type Cut struct {
 	pages   uint64 // the pages of missing keys' stamps among Records
 
 	pending map[dirtyKey]change // the change record taken; read only
-	freeze  *engine.Freeze      // its lock guards what follows
+	// fresh and lo..hi are the rest of it (Keyspace.fresh): keys created
+	// fresh, known from their values' marks.
+	fresh   []dirtyKey
+	lo, hi  uint64
+	freeze  *engine.Freeze // its lock guards what follows
 	early   map[dirtyKey]*CutKey
 	cursor  dirtyKey // the last key the walk captured
 	scratch []byte   // the walk's copy of the small key it writes now
@@ -184,6 +188,7 @@ func (k *Keyspace) SetCutBudget(n uint64) { k.cutBudget = n }
 // form (rewrite) are recorded at once, to be written whole.
 func (k *Keyspace) TrackChanges() {
 	k.dirty, k.markedOK = map[dirtyKey]change{}, false
+	k.nextEpoch()
 	for _, dk := range k.rewrite {
 		k.dirty[dk] = whole
 	}
@@ -203,14 +208,15 @@ func (k *Keyspace) Cut() *Cut {
 	if budget == 0 {
 		budget = DefaultCutBudget
 	}
-	c := &Cut{k: k, pending: k.dirty, freeze: engine.NewFreeze(budget), early: map[dirtyKey]*CutKey{}}
+	c := &Cut{k: k, pending: k.dirty, fresh: k.fresh, lo: k.epochLo, hi: k.epoch, freeze: engine.NewFreeze(budget), early: map[dirtyKey]*CutKey{}}
 	if k.dirty != nil {
 		k.dirty = map[dirtyKey]change{}
+		k.nextEpoch()
 	}
 	k.markedOK = false
 	k.forget() // the next lookup of every key goes through the cut
 	k.cutWatch(c)
-	if len(c.pending) > 0 {
+	if len(c.pending) > 0 || len(c.fresh) > 0 {
 		k.cutting.Store(c)
 	} else {
 		c.ended = true
@@ -218,8 +224,31 @@ func (k *Keyspace) Cut() *Cut {
 	return c
 }
 
-// Len is the number of keys the cut changes.
-func (c *Cut) Len() int { return len(c.pending) }
+// Len is the number of keys the cut changes, at most: a key created
+// fresh and then changed otherwise counts twice.
+func (c *Cut) Len() int { return len(c.pending) + len(c.fresh) }
+
+// marks reports whether v's mark is one of the cut's: its key is in
+// fresh. The caller is Apply, or holds the freeze's lock.
+func (c *Cut) marks(v *Value) bool {
+	if len(c.fresh) == 0 || c.k.watch.on.Load() {
+		return false
+	}
+	m := v.stamp()
+	return m >= c.lo && m <= c.hi && m != 0
+}
+
+// has reports whether the cut changes key, whose value is v now.
+func (c *Cut) has(dk dirtyKey, v *Value) bool {
+	if v != nil && c.marks(v) {
+		return true
+	}
+	if len(c.pending) == 0 {
+		return false
+	}
+	_, ok := c.pending[dk]
+	return ok
+}
 
 // chunkOrder orders keys as their chunks are stored: database, key
 // length, key.
@@ -242,11 +271,13 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	if c.ended {
 		return nil
 	}
-	keys := make([]dirtyKey, 0, len(c.pending))
+	keys := make([]dirtyKey, 0, len(c.pending)+len(c.fresh))
 	for dk := range c.pending {
 		keys = append(keys, dk)
 	}
+	keys = append(keys, c.fresh...)
 	slices.SortFunc(keys, chunkOrder)
+	keys = slices.Compact(keys) // a key in both parts of the record
 	c.Keys = slices.Grow(c.Keys, len(keys))
 	// done is the walk's last capture once written, when nothing needs
 	// it any more: its slab slot is taken again by the next capture if
@@ -345,7 +376,13 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]CutKey, 0, 256)
 	}
-	ch := c.pending[dk]
+	var ch change
+	if len(c.pending) > 0 {
+		ch = c.pending[dk]
+	}
+	if v != nil && c.marks(v) {
+		ch = max(ch, fresh)
+	}
 	c.slab = append(c.slab, CutKey{DB: dk.db, Key: dk.key, Full: ch != inPlace || v == nil, Fresh: ch == fresh && v != nil, cut: c, gone: v == nil})
 	ck := &c.slab[len(c.slab)-1]
 	if v == nil {
@@ -357,7 +394,7 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	// Appended in place (or, when it is longer than the room left, where
 	// append moves it: the metadata before keeps the old array).
 	from := len(c.metas)
-	c.metas = appendMeta(c.metas, v)
+	c.metas = appendMeta(c.metas, v, c.k.stampOf(v))
 	ck.meta = c.metas[from:len(c.metas):len(c.metas)]
 	ck.parts = ck.part0[:0]
 	total := partsSize(v)
@@ -393,9 +430,9 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 // before is Apply's call before it changes (or replaces, or removes) a
 // key: a key of the cut not yet captured is captured now, as it still is
 // at the cut.
-func (c *Cut) before(dbi uint8, key string) {
+func (c *Cut) before(dbi uint8, key string, v *Value) {
 	dk := dirtyKey{dbi, key}
-	if _, ok := c.pending[dk]; !ok {
+	if !c.has(dk, v) {
 		return
 	}
 	c.freeze.Lock()
@@ -408,24 +445,30 @@ func (c *Cut) before(dbi uint8, key string) {
 
 // beforeDB is before for every key of the cut in database dbi (FLUSHDB).
 func (c *Cut) beforeDB(dbi uint8) {
+	keys := c.k.db(dbi).keys
 	for dk := range c.pending {
 		if dk.db == dbi {
-			c.before(dbi, dk.key)
+			c.before(dbi, dk.key, keys[dk.key])
+		}
+	}
+	for _, dk := range c.fresh {
+		if dk.db == dbi {
+			c.before(dbi, dk.key, keys[dk.key])
 		}
 	}
 }
 
-// hold is Apply's hook: before it changes a key, the running cut (if any)
-// captures it.
-func (k *Keyspace) hold(dbi uint8, key []byte) {
+// hold is Apply's hook: before it changes a key, whose value is v, the
+// running cut (if any) captures it.
+func (k *Keyspace) hold(dbi uint8, key []byte, v *Value) {
 	if c := k.cutting.Load(); c != nil {
-		c.before(dbi, string(key))
+		c.before(dbi, string(key), v)
 	}
 }
 
 func (k *Keyspace) holdKey(dbi uint8, key string) {
 	if c := k.cutting.Load(); c != nil {
-		c.before(dbi, key)
+		c.before(dbi, key, k.db(dbi).keys[key])
 	}
 }
 
@@ -455,6 +498,19 @@ func (c *Cut) Restore() {
 		}
 	}
 	c.pending = nil
+	if k.watch.on.Load() || c.hi+1 != k.epochLo {
+		// Its marks are gone (unmark), or are not next to the record's:
+		// the keys go to the map.
+		for _, dk := range c.fresh {
+			k.dirty[dk] = max(k.dirty[dk], fresh)
+		}
+	} else {
+		// Its marks join the record's: the values keep them.
+		k.fresh = append(c.fresh, k.fresh...)
+		k.epochLo = c.lo
+	}
+	c.fresh = nil
+	k.voids = true
 	// A full key that exists is full in the record already (Full is the
 	// record's flag or the key's absence); a key changed in place gets
 	// back the chunks its capture took.
@@ -574,11 +630,19 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 	}
 }
 
-func encodeMeta(v *Value) []byte { return appendMeta(nil, v) }
+// stampOf is v's version stamp: 0 until versions are tracked (ver holds
+// the change record's mark until then).
+func (k *Keyspace) stampOf(v *Value) uint64 {
+	if !k.watch.on.Load() {
+		return 0
+	}
+	return v.stamp()
+}
 
-// appendMeta appends the key's stored metadata to b.
-func appendMeta(b []byte, v *Value) []byte {
-	ver := v.stamp() // the key is captured before Apply changes it: no stamp moves
+// appendMeta appends the key's stored metadata to b; ver is its stamp
+// (stampOf).
+func appendMeta(b []byte, v *Value, ver uint64) []byte {
+	// The key is captured before Apply changes it: no stamp moves.
 	if ver != 0 {
 		b = append(b, metaVersionVer, byte(v.Kind))
 	} else {
@@ -760,8 +824,12 @@ func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uin
 // loaded state is what is stored. It also counts the loaded windows'
 // slices (the chunks and the base fill their bits without counting).
 func (k *Keyspace) ForgetChanges() {
+	on := k.watch.on.Load()
 	for i := range k.dbs {
 		for _, v := range k.dbs[i].keys {
+			if !on {
+				v.setStamp(0) // versions stored before tracking began mean nothing; ver is the record's
+			}
 			eachPart(v, func(_ uint32, _ uint64, d *engine.Dirty, _ func([]byte, uint64)) { d.Swap() })
 			if w := v.Window(); w != nil {
 				w.f.Recount()

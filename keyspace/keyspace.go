@@ -57,7 +57,9 @@ type Value struct {
 	Kind Kind
 	// ver is the stamp of the key's last touch, for WATCH (watch.go), in
 	// the 7 bytes that would otherwise pad Kind. 0 until one; under the
-	// db's mu.
+	// db's mu. Until WATCH turns tracking on, nothing is stamped, and the
+	// change record keeps its mark there instead (recorded): local
+	// bookkeeping that never reaches a reader, the image or a peer.
 	ver      [7]byte
 	ExpireAt int64          // unix ms; 0 = no expiry
 	obj      unsafe.Pointer // *scalable.Chain, *scalable.Cuckoo or *string, by Kind
@@ -138,6 +140,21 @@ type Keyspace struct {
 	// stored image of the key must be rewritten whole. Only Apply writes it;
 	// nil until TrackChanges (a keyspace nobody persists tracks nothing).
 	dirty map[dirtyKey]change
+	// fresh lists keys created since the last cut with no record of them
+	// before (fresh), while versions are not tracked: each one's value
+	// carries the record's epoch as its mark (Value.ver), which stands in
+	// for a map entry, so that creating a key costs the record an append
+	// rather than a hash of the key and a map's growth (issue #25: a
+	// million filters created). The record is the map and the list
+	// together: a key in both merges to the larger change.
+	fresh []dirtyKey
+	// epochLo..epoch are the marks of the record being kept: a value so
+	// marked is the value of a key in fresh. epoch moves at every cut (and
+	// whenever the record is emptied); 0 is never one.
+	epochLo, epoch uint64
+	// voids: a key may be recorded in dirty with no value (removed,
+	// renamed away, flushed), so that created must look it up there.
+	voids bool
 	// marked is the key changed or replaced last recorded in dirty, and
 	// markedFull its value there: a log entry's hundreds of writes to one
 	// filter then cost one map write instead of one each. Cleared with
@@ -153,9 +170,12 @@ type Keyspace struct {
 	// entry's writes mostly name one filter, and each looks its key up
 	// several times (prefetch, memory before and after, the command).
 	// Every change to a key table forgets it; readers never use it.
+	// hotSet says hot is known, nil included: a command creating a key
+	// looks it up several times before it exists.
 	hot    *Value
 	hotKey []byte
 	hotDB  uint8
+	hotSet bool
 	// loading marks the stand-in served while a snapshot replaces the
 	// state: it holds nothing, and answers every read ErrLoading.
 	loading bool
@@ -262,6 +282,10 @@ func (k *Keyspace) changed(dbi uint8, key []byte) {
 	if k.dirty == nil || k.markedOK && k.marked.db == dbi && k.marked.key == string(key) {
 		return
 	}
+	// The value Apply just looked up (hot) may be marked in the record.
+	if v := k.hot; v != nil && k.hotDB == dbi && string(k.hotKey) == string(key) && k.recorded(v) {
+		return
+	}
 	dk := dirtyKey{dbi, string(key)}
 	ch := k.dirty[dk]
 	k.dirty[dk] = ch
@@ -285,15 +309,50 @@ func (k *Keyspace) replaced(dbi uint8, key string) {
 // removed if it changed at all; or'ing fresh in keeps whole and makes an
 // absent record fresh, in one map operation (a lookup first cost the
 // creation of a million filters 0.5 s more in the collector and maps).
-func (k *Keyspace) created(dbi uint8, key string) {
+//
+// While versions are not tracked and no key is recorded without a value,
+// the record holds nothing of the key: it is listed in fresh and its new
+// value v (not yet in the key table) marked, with no hash at all.
+func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	if k.dirty == nil {
 		return
 	}
 	dk := dirtyKey{dbi, key}
+	if !k.voids && !k.watch.on.Load() {
+		v.setStamp(k.epoch)
+		k.fresh = append(k.fresh, dk)
+		k.marked, k.markedOK, k.markedFull = dk, true, false
+		return
+	}
 	k.dirty[dk] |= fresh
 	// Not known without a second lookup; false only costs replaced a map
 	// write it could have skipped.
 	k.marked, k.markedOK, k.markedFull = dk, true, false
+}
+
+// removed is replaced for a key left without a value.
+func (k *Keyspace) removed(dbi uint8, key string) {
+	if k.dirty != nil {
+		k.voids = true
+	}
+	k.replaced(dbi, key)
+}
+
+// recorded reports whether v's mark puts its key in the record (fresh).
+func (k *Keyspace) recorded(v *Value) bool {
+	if k.watch.on.Load() {
+		return false // ver is the version
+	}
+	m := v.stamp()
+	return m >= k.epochLo && m <= k.epoch && m != 0
+}
+
+// nextEpoch starts a record with nothing in fresh: the marks of the one
+// before mean nothing to it.
+func (k *Keyspace) nextEpoch() {
+	k.fresh, k.voids = nil, false
+	k.epoch++
+	k.epochLo = k.epoch
 }
 
 // clearDirty empties the change record (and what marked remembers of it).
@@ -305,24 +364,66 @@ func (k *Keyspace) clearDirty() {
 	} else {
 		clear(k.dirty)
 	}
+	k.nextEpoch()
 	k.markedOK = false
+}
+
+// unmark makes ver the version again, once versions are tracked: the
+// record's marks become map entries (and a running cut captures the keys
+// it knows by their mark only), and every value's ver is zeroed. Once in
+// a node's life, at one point of the log, like the WATCH that causes it.
+func (k *Keyspace) unmark() {
+	if k.epoch == 0 {
+		k.watch.on.Store(true) // changes never tracked: nothing was marked
+		return
+	}
+	c := k.cutting.Load()
+	if c != nil {
+		for _, dk := range c.fresh {
+			c.before(dk.db, dk.key, k.db(dk.db).keys[dk.key])
+		}
+		// The walk reads marks under the freeze's lock until on is set.
+		c.freeze.Lock()
+		defer c.freeze.Unlock()
+	}
+	if k.dirty != nil {
+		for _, dk := range k.fresh {
+			k.dirty[dk] = max(k.dirty[dk], fresh)
+		}
+	}
+	k.fresh = nil
+	k.voids = true
+	for i := range k.dbs {
+		d := &k.dbs[i]
+		d.mu.Lock()
+		for _, v := range d.keys {
+			v.setStamp(0)
+		}
+		d.mu.Unlock()
+	}
+	k.watch.on.Store(true)
 }
 
 // get is the Apply side's raw lookup (expired keys included), through hot.
 func (k *Keyspace) get(dbi uint8, key []byte) *Value {
-	if k.hot != nil && k.hotDB == dbi && string(k.hotKey) == string(key) {
+	if k.hotSet && k.hotDB == dbi && string(k.hotKey) == string(key) {
 		return k.hot
 	}
-	k.hold(dbi, key)
 	v := k.db(dbi).keys[string(key)]
-	if v != nil && len(key) <= 1024 { // a huge key is not worth keeping a copy of
-		k.hot, k.hotKey, k.hotDB = v, append(k.hotKey[:0], key...), dbi
-	}
+	k.hold(dbi, key, v)
+	k.remember(dbi, key, v)
 	return v
 }
 
+// remember makes v (nil: none) the hot entry of key.
+func (k *Keyspace) remember(dbi uint8, key []byte, v *Value) {
+	if len(key) <= 1024 { // a huge key is not worth keeping a copy of
+		k.hot, k.hotSet, k.hotKey, k.hotDB = v, true, append(k.hotKey[:0], key...), dbi
+	}
+}
+
 // forget drops hot; every change to a key table calls it.
-func (k *Keyspace) forget() { k.hot = nil }
+func (k *Keyspace) forget() { k.hot, k.hotSet = nil, false }
 
 // writeLookup is lookup under Apply: an expired key is deleted first, so
 // every replica removes it at the same point of the log.
@@ -340,20 +441,22 @@ func (k *Keyspace) set(dbi uint8, key string, v *Value) {
 	k.replaced(dbi, key)
 }
 
-// create is set for a key the caller found without a value.
+// create is set for a key the caller found without a value. The record
+// comes first: it may mark v, which nobody else sees yet.
 func (k *Keyspace) create(dbi uint8, key string, v *Value) {
+	k.created(dbi, key, v)
 	k.put(dbi, key, v)
-	k.created(dbi, key)
 }
 
 func (k *Keyspace) put(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
 	k.holdKey(dbi, key)
-	k.forget()
 	d.mu.Lock()
 	d.keys[key] = v
 	d.track(key, v)
 	d.mu.Unlock()
+	k.forget()
+	k.remember(dbi, unsafe.Slice(unsafe.StringData(key), len(key)), v)
 }
 
 func (k *Keyspace) remove(dbi uint8, key string) bool {
@@ -366,7 +469,7 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 	d.track(key, nil)
 	d.mu.Unlock()
 	if ok {
-		k.replaced(dbi, key)
+		k.removed(dbi, key)
 	}
 	return ok
 }
@@ -549,7 +652,7 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	d.mu.Unlock()
 	var stamp uint64
 	for key, v := range old {
-		k.replaced(dbi, key)
+		k.removed(dbi, key)
 		if k.watch.on.Load() && !v.expired(now) {
 			if stamp == 0 {
 				stamp = k.watch.tick()
@@ -622,8 +725,11 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	d.track(string(c.Key), nil)
 	d.keys[string(c.Dst)] = v
 	d.track(string(c.Dst), v)
+	if !k.watch.on.Load() {
+		v.setStamp(0) // a mark names the key it was made for (recorded)
+	}
 	d.mu.Unlock()
-	k.replaced(c.DB, string(c.Key))
+	k.removed(c.DB, string(c.Key))
 	k.replaced(c.DB, string(c.Dst))
 	k.touch(c.DB, c.Key, c.Now)
 	k.touch(c.DB, c.Dst, c.Now)

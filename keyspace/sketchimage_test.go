@@ -22,6 +22,10 @@ import (
 // loadImage installs v at key in k as a start would from an image holding
 // it whole: its metadata, then every chunk of its arrays (as a full
 // write stores them).
+// encodeMeta is the metadata of a value as a keyspace that tracks no
+// versions writes it.
+func encodeMeta(v *Value) []byte { return appendMeta(nil, v, 0) }
+
 func loadImage(t testing.TB, k *Keyspace, key string, v *Value) {
 	t.Helper()
 	if err := k.LoadValue(0, key, encodeMeta(v), capBytes); err != nil {

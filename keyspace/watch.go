@@ -154,7 +154,7 @@ func (k *Keyspace) version(dbi uint8, key []byte, now int64) uint64 {
 	d.mu.RLock()
 	v := d.lookup(key, now)
 	var ver uint64
-	if v != nil {
+	if v != nil && k.watch.on.Load() { // until then ver is the change record's
 		ver = v.stamp()
 	}
 	d.mu.RUnlock()
@@ -217,7 +217,7 @@ func (k *Keyspace) moved(c *command.Cmd) bool {
 func (k *Keyspace) applyWatch(c *command.Cmd) Result {
 	moved := k.moved(c)
 	if !k.watch.on.Load() {
-		k.watch.on.Store(true)
+		k.unmark() // turns it on
 		k.watch.head = true
 	}
 	return Result{Int: b2i(moved)}

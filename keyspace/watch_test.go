@@ -61,7 +61,7 @@ func TestWatchMeta(t *testing.T) {
 		t.Fatalf("unversioned key written as metadata version %d", m[0])
 	}
 	v.setStamp(42)
-	m := encodeMeta(v)
+	m := appendMeta(nil, v, v.stamp())
 	k := New()
 	if err := k.LoadValue(0, "s", m, 1<<20); err != nil {
 		t.Fatal(err)

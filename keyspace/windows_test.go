@@ -128,6 +128,9 @@ type store struct {
 	// between, if set, runs after each key is written: Apply beside the
 	// walk.
 	between func()
+	// seen, if set, is told of each key the walk gives before it is
+	// written.
+	seen func(*CutKey)
 }
 
 // db0 is key in database 0.
@@ -145,6 +148,9 @@ func (s *store) write(t *testing.T, cut *Cut) map[string]int {
 	buf := make([]byte, engine.ChunkSize)
 	err := cut.Walk(func(ck *CutKey) error {
 		dk := dirtyKey{ck.DB, ck.Key}
+		if s.seen != nil {
+			s.seen(ck)
+		}
 		if ck.Full || ck.Gone() {
 			delete(s.chunks, dk)
 		}
