@@ -531,7 +531,7 @@ func (sp *Spill) Attach(cut *keyspace.Cut) {
 func (sp *Spill) Close() {
 	if sp != nil {
 		sp.f.Close()
-		sp.s.discard(sp.path)
+		sp.s.discardDirty(sp.path)
 	}
 }
 

@@ -40,7 +40,8 @@ func (f FS) Remove(name string) error {
 // hard link to its build must keep its bytes when the build's name goes.
 // It removes nothing; a failure leaves the rest to the caller's unlink.
 // Where the platform cannot tell links or truncate a vfs.File, it does
-// nothing.
+// nothing. Only for a file already synced: each step's sync would write
+// whatever of the file is still dirty.
 func File(fs vfs.FS, name string) {
 	fi, err := fs.Stat(name)
 	if err != nil || fi.Size() < Min || !onlyLink(fi) {
