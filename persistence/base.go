@@ -236,7 +236,7 @@ func (s *Store) Rebase() (uint64, error) {
 		err = s.commitBase(snap, entries, applied)
 	}
 	if err != nil {
-		s.fs.Remove(path)
+		s.discard(path)
 		return 0, err
 	}
 	s.baseGen = gen
@@ -404,7 +404,7 @@ func (s *Store) removeBases(keep uint64) {
 	names, _ := s.fs.List(s.baseDir())
 	for _, name := range names {
 		if keep == 0 || name != baseName(keep) {
-			s.fs.Remove(s.fs.PathJoin(s.baseDir(), name))
+			s.discard(s.fs.PathJoin(s.baseDir(), name))
 		}
 	}
 }

@@ -51,6 +51,7 @@ func loadChecked(t *testing.T, s *Store, live *keyspace.Keyspace) uint64 {
 // baseFiles lists the base directory.
 func baseFiles(t *testing.T, s *Store) []string {
 	t.Helper()
+	s.discards.Wait() // an old base goes on a goroutine of its own
 	names, err := s.fs.List(s.baseDir())
 	if err != nil {
 		t.Fatal(err)

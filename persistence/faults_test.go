@@ -108,6 +108,7 @@ func TestNoSpaceRefusedBeforePebble(t *testing.T) {
 	if !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("write on a full disk: %v", err)
 	}
+	s.discards.Wait()
 	if files, _ := fs.List(filepath.Join("/db", "ingest")); len(files) != 0 {
 		t.Fatalf("a refused write left %v", files)
 	}

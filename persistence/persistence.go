@@ -44,6 +44,7 @@ import (
 	"syscall"
 
 	"github.com/bfserver/bfserver/engine"
+	"github.com/bfserver/bfserver/internal/shrink"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -123,6 +124,8 @@ type Store struct {
 	// writeMu serialises image writes: a table is ingested whole before the
 	// next is built.
 	writeMu sync.Mutex
+	// discards are the files being removed beside the writes (discard).
+	discards sync.WaitGroup
 	// Counters of the tables this store ingested, for Stats.
 	tables, valueBytes, tableBytes atomic.Uint64
 	// throughPebble: load every chunk through Pebble's iterators, never
@@ -187,7 +190,7 @@ func Open(opts Options) (*Store, error) {
 		fs = vfs.Default
 	}
 	s := &Store{opts: opts, fs: fs, tmp: fs.PathJoin(opts.Dir, "ingest"), noBase: opts.NoBase}
-	po := &pebble.Options{FS: fs, DisableWAL: true, Logger: pebbleLogger{s}, MaxOpenFiles: opts.MaxOpenFiles}
+	po := &pebble.Options{FS: shrink.FS{FS: fs}, DisableWAL: true, Logger: pebbleLogger{s}, MaxOpenFiles: opts.MaxOpenFiles}
 	// A damaged block fails the read that met it, with Pebble's error (a
 	// load then fails, the node does not start); by default Pebble would
 	// also call Fatalf, which parks the reader forever.
@@ -233,6 +236,7 @@ func Open(opts Options) (*Store, error) {
 // Close would wait forever for the goroutine Fatalf parked, and the
 // process that holds the store is about to end.
 func (s *Store) Close() error {
+	s.discards.Wait()
 	if err := s.stopped.Load(); err != nil {
 		return *err
 	}
@@ -345,7 +349,7 @@ func (t *Table) set(k, v []byte) {
 // Commit finishes the table, syncs it and ingests it.
 func (t *Table) Commit() error {
 	defer t.s.writeMu.Unlock()
-	defer t.s.fs.Remove(t.path)
+	defer t.s.discard(t.path)
 	if t.err != nil {
 		t.w.Close()
 		return t.err
@@ -374,7 +378,7 @@ func (t *Table) Commit() error {
 func (t *Table) Abort() {
 	defer t.s.writeMu.Unlock()
 	t.w.Close()
-	t.s.fs.Remove(t.path)
+	t.s.discard(t.path)
 }
 
 // WriteCut starts a table that brings the image to the cut and the index
@@ -527,7 +531,7 @@ func (sp *Spill) Attach(cut *keyspace.Cut) {
 func (sp *Spill) Close() {
 	if sp != nil {
 		sp.f.Close()
-		sp.s.fs.Remove(sp.path)
+		sp.s.discardDirty(sp.path)
 	}
 }
 

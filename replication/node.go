@@ -747,6 +747,9 @@ func (n *Node) closeStores() {
 	if n.logs != nil {
 		n.logs.Close()
 	}
+	if n.snaps != nil {
+		n.snaps.wait()
+	}
 	n.store.Close()
 }
 

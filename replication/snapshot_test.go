@@ -7,12 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/shrink"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/persistence"
 	"github.com/hashicorp/go-hclog"
@@ -307,5 +311,90 @@ func TestSnapshotStreamPaced(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
 		}
+	}
+}
+
+// TestSnapshotReap: the store keeps the newest two snapshots and removes
+// the older ones itself once a new one is in place (snapshotStore.reap),
+// across a reopening too; a snapshot being read when it is reaped is
+// unlinked, not shrunk, so its reader still gets every byte.
+func TestSnapshotReap(t *testing.T) {
+	base := t.TempDir()
+	store, err := newSnapshotStore(base, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	// Large enough to be shrunk were it not being read (package shrink).
+	big := bytes.Repeat([]byte("0123456789abcdef"), (shrink.Min+shrink.Step)/16)
+	take := func(index uint64, data []byte) string {
+		t.Helper()
+		sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, 1, trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return sink.ID()
+	}
+	ids := func() []string {
+		t.Helper()
+		store.wait()
+		metas, err := store.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range metas {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	first := take(10, big)
+	_, rc, err := store.Open(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := take(20, []byte("two"))
+	third := take(30, []byte("three"))
+	if got := ids(); !slices.Equal(got, []string{third, second}) {
+		t.Fatalf("snapshots kept %v, want %v", got, []string{third, second})
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("the reaped snapshot's reader got %d of %d bytes (%v)", len(got), len(big), err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "snapshots", first)); !os.IsNotExist(err) {
+		t.Fatalf("the reaped snapshot's directory: %v", err)
+	}
+
+	// Snapshots left past the two (an older build's, or a crash between a
+	// snapshot and its reap) go when the store is opened.
+	raw, err := raft.NewFileSnapshotStoreWithLogger(base, 10, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := raw.Create(raft.SnapshotVersionMax, 5, 1, conf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.Write([]byte("old"))
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); len(got) != 3 {
+		t.Fatalf("before reopening: %v", got)
+	}
+	if store, err = newSnapshotStore(base, hclog.NewNullLogger()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); !slices.Equal(got, []string{third, second}) {
+		t.Fatalf("reopened: snapshots %v, want %v", got, []string{third, second})
 	}
 }

@@ -36,7 +36,9 @@ var rules = []struct {
 	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"keyspace", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
-	{"persistence", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
+	// Removing large files without holding the filesystem's journal.
+	{"internal/shrink", nil, []string{"net"}},
+	{"persistence", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/shrink", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
 	{"memstore", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// The wire protocol alone: framing, limits, replies; no server state.
 	{"resp", []string{"internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
@@ -49,7 +51,7 @@ var rules = []struct {
 	// Users and their rules: pure logic over the commands' metadata.
 	{"acl", []string{"cmdinfo", "resp", "internal/glob", "internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
 	{"server", []string{"internal/ascii", "resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"replication", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/shrink", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the
