@@ -2,8 +2,11 @@ package persistence
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -369,4 +372,45 @@ func TestFreshKeysNoRangeDeletion(t *testing.T) {
 	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c")}})
 	small("tenant:0", "y") // changed in place
 	check(5)
+}
+
+// diskOps counts the writes and syncs of tables being built, once on.
+type diskOps struct {
+	on atomic.Bool
+	n  atomic.Int64
+}
+
+func (d *diskOps) String() string { return "diskOps" }
+
+func (d *diskOps) MaybeError(op errorfs.Op) error {
+	if d.on.Load() && strings.HasSuffix(op.Path, ".sst") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && op.Kind != errorfs.OpFileClose {
+		d.n.Add(1)
+	}
+	return nil
+}
+
+// TestAbortTouchesNoDisk: a table given up (a flush aborted for a snapshot,
+// which waits for it on Raft's FSM goroutine with every Apply) is not
+// finished first: no last block, index or sync reaches its file.
+func TestAbortTouchesNoDisk(t *testing.T) {
+	ops := &diskOps{}
+	s, err := Open(Options{Dir: "/db", FS: errorfs.Wrap(vfs.NewMem(), ops)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tb, err := s.newTable(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, 100<<10)
+	for i := range 40 {
+		tb.set(fmt.Appendf(nil, "c%08d", i), v)
+	}
+	tb.set([]byte("k-last"), []byte("pending in the writer's block"))
+	ops.on.Store(true)
+	tb.Abort()
+	if n := ops.n.Load(); n != 0 {
+		t.Fatalf("aborting the table wrote or synced its file %d times", n)
+	}
 }

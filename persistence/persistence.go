@@ -280,6 +280,8 @@ type Table struct {
 	path string
 	w    *sstable.Writer
 	err  error
+	// file is the table's file under the writer, given up by Abort.
+	file *abandonFile
 	// written counts bytes added, for the free-space checks of long tables;
 	// values the values' bytes, for Stats; chunks the chunks' bytes, for
 	// Stale.
@@ -324,8 +326,49 @@ func (s *Store) newTable(size uint64) (*Table, error) {
 	// MiB before), as Pebble writes its own tables: a gigabyte left dirty
 	// until the table's sync would hold the Raft log's next sync, and every
 	// durable write with it, behind the whole of it.
-	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: tableBytesPerSync})
-	return &Table{s: s, path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), checked: size}, nil
+	af := &abandonFile{File: f}
+	f = vfs.NewSyncingFile(af, vfs.SyncingFileOptions{BytesPerSync: tableBytesPerSync})
+	return &Table{s: s, path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), file: af, checked: size}, nil
+}
+
+// abandonFile is a table's file that Abort can give up: from then on its
+// writes and syncs fail at once, so that closing the writer (which would
+// finish the table: its last block, its index, a sync) returns without
+// touching the disk. A flush given up for a snapshot is aborted while the
+// snapshot, and every Apply behind it on Raft's FSM goroutine, waits.
+type abandonFile struct {
+	vfs.File
+	off atomic.Bool
+}
+
+var errAbandoned = errors.New("persistence: table given up")
+
+func (f *abandonFile) Write(b []byte) (int, error) {
+	if f.off.Load() {
+		return 0, errAbandoned
+	}
+	return f.File.Write(b)
+}
+
+func (f *abandonFile) Sync() error {
+	if f.off.Load() {
+		return errAbandoned
+	}
+	return f.File.Sync()
+}
+
+func (f *abandonFile) SyncData() error {
+	if f.off.Load() {
+		return errAbandoned
+	}
+	return f.File.SyncData()
+}
+
+func (f *abandonFile) SyncTo(length int64) (bool, error) {
+	if f.off.Load() {
+		return false, errAbandoned
+	}
+	return f.File.SyncTo(length)
 }
 
 // tableBytesPerSync is how often a table being written asks the kernel to
@@ -377,6 +420,7 @@ func (t *Table) Commit() error {
 // Abort drops the table.
 func (t *Table) Abort() {
 	defer t.s.writeMu.Unlock()
+	t.file.off.Store(true)
 	t.w.Close()
 	t.s.discard(t.path)
 }
