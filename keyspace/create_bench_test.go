@@ -24,3 +24,17 @@ func BenchmarkCreateSmall(b *testing.B) {
 		k.Apply(&command.Cmd{Op: command.BFAdd, Key: keys[i], Items: item, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: capBytes})
 	}
 }
+
+// BenchmarkFirstWatch: the one pause of a node's life when the first
+// WATCH turns version tracking on (unmark) over b.N created filters:
+// ns/op is that pause divided by the keys, so ns/op × keys is the pause.
+func BenchmarkFirstWatch(b *testing.B) {
+	k := New()
+	k.TrackChanges()
+	item := [][]byte{[]byte("x")}
+	for i := range b.N {
+		k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: item, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: capBytes})
+	}
+	b.ResetTimer()
+	k.Apply(&command.Cmd{Op: command.Watch, Now: 1})
+}
