@@ -168,7 +168,7 @@ func burst(targets []*server, mk func(i int) []any) (float64, *tally) {
 // perConn is the most adds a second one steady connection is asked for:
 // past it a target gets more connections, so that a slow reply does not
 // hold the rate back.
-const perConn = 20000
+const perConn = 10000
 
 // steadyLoad sends rate commands a second (made by mk) in batches of 100,
 // shared evenly by targets, until stop is closed. A connection that falls
