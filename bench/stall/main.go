@@ -130,12 +130,14 @@ func main() {
 	for _, sc := range strings.Split(*scenario, ",") {
 		var steady time.Duration
 		note := ""
+		if *nodes == 3 {
+			note = " (the single-node reference: RedisBloom has no cluster peer; appendfsync always)"
+		}
 		if *bfBin != "none" && *nodes == 3 {
 			cl := startCluster()
 			r := runCluster(cl, sc)
 			steady = r.steady
 			cl.stop()
-			note = " (the single-node reference: RedisBloom has no cluster peer; appendfsync always)"
 		} else if *bfBin != "none" {
 			var extra []string
 			if *debugAddr != "" {
