@@ -182,6 +182,8 @@ func runCluster(cl *cluster, sc string) result {
 	loaded := time.Since(began)
 	loadEnd := []int{pl.count(), pf.count()}
 	targets := []*server{cl.leader, cl.follower}
+	settle(cl.nodes)
+	burstFrom := []int{pl.count(), pf.count()}
 	rate := steadyRate(targets, mk)
 	steadyFrom := []int{pl.count(), pf.count()}
 	var watches []*nodeWatch
@@ -246,8 +248,11 @@ func runCluster(cl *cluster, sc string) result {
 		fmt.Printf("   probe through the %s: %d writes, longest %.1f ms (at +%.1f s); errors %v\n",
 			via, len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), p.errs)
 		fmt.Printf("     in the load phase: %s\n", stats(p.lat[:loadEnd[i]]))
-		if steadyFrom[i] > loadEnd[i] {
-			fmt.Printf("     during the throughput burst: %s\n", stats(p.lat[loadEnd[i]:steadyFrom[i]]))
+		if burstFrom[i] > loadEnd[i] {
+			fmt.Printf("     while the load's flushes settled: %s\n", stats(p.lat[loadEnd[i]:burstFrom[i]]))
+		}
+		if steadyFrom[i] > burstFrom[i] {
+			fmt.Printf("     during the throughput burst: %s\n", stats(p.lat[burstFrom[i]:steadyFrom[i]]))
 		}
 		fmt.Printf("     in the steady phase: %s\n", stats(p.lat[steadyFrom[i]:]))
 		fmt.Printf("     longest in the steady phase: %s\n", p.longest(steadyFrom[i], steadyStart))

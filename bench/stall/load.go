@@ -168,11 +168,12 @@ func burst(targets []*server, mk func(i int) []any) (float64, *tally) {
 // perConn is the most adds a second one steady connection is asked for:
 // past it a target gets more connections, so that a slow reply does not
 // hold the rate back.
-const perConn = 10000
+const perConn = 5000
 
 // steadyLoad sends rate commands a second (made by mk) in batches of 100,
 // shared evenly by targets, until stop is closed. A connection that falls
-// behind catches up, by at most a tenth of a second's batches.
+// behind catches up, by at most a second's batches (what clients whose
+// writes were held up would send).
 func steadyLoad(targets []*server, rate int, mk func(i int) []any, stop chan struct{}) (*sync.WaitGroup, *tally) {
 	var wg sync.WaitGroup
 	t := &tally{}
@@ -191,7 +192,7 @@ func steadyLoad(targets []*server, rate int, mk func(i int) []any, stop chan str
 				next := time.Now()
 				for i := 0; ; {
 					next = next.Add(every)
-					if floor := time.Now().Add(-time.Second / 10); next.Before(floor) {
+					if floor := time.Now().Add(-time.Second); next.Before(floor) {
 						next = floor
 					}
 					select {
@@ -235,4 +236,37 @@ func steadyRate(targets []*server, mk func(i int) []any) int {
 func (t *tally) report(d time.Duration) string {
 	n := t.acked.Load()
 	return fmt.Sprintf("%d adds acknowledged (%.0f a second), errors %v", n, float64(n)/d.Seconds(), t.errors())
+}
+
+// settle waits, with -rate half, until each bfserver node has ingested
+// two more image tables (the second cut after the load ended), at most
+// three minutes: the throughput measured is the loaded node's, not the
+// load's flush's.
+func settle(nodes []*server) {
+	if !halfRate {
+		return
+	}
+	began := time.Now()
+	want := map[*server]int{}
+	for _, s := range nodes {
+		if s.cmd != nil {
+			n, _ := strconv.Atoi(s.infoMap("persistence")["image_tables_ingested"])
+			want[s] = n + 2
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	for time.Since(began) < 3*time.Minute {
+		done := true
+		for s, n := range want {
+			got, _ := strconv.Atoi(s.infoMap("persistence")["image_tables_ingested"])
+			done = done && got >= n
+		}
+		if done {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("   settled: %.1f s for the load's flushes (two image tables on every node) before the burst\n", time.Since(began).Seconds())
 }
