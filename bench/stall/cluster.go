@@ -245,6 +245,7 @@ func runCluster(cl *cluster, sc string) result {
 			via = "follower " + cl.follower.name
 		}
 		p.mu.Lock()
+		steadyFrom[i] = p.begunBy(steadyFrom[i], steadyStart)
 		fmt.Printf("   probe through the %s: %d writes, longest %.1f ms (at +%.1f s); errors %v\n",
 			via, len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), p.errs)
 		fmt.Printf("     in the load phase: %s\n", stats(p.lat[:loadEnd[i]]))

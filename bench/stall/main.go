@@ -322,6 +322,16 @@ func (p *probe) finish() {
 
 func (p *probe) quantile(q float64) time.Duration { return quantile(p.lat, q) }
 
+// begunBy is the index of the first write from the from'th on that began
+// at t or later: a write in flight when a phase began belongs to the
+// phase before. The caller holds p.mu.
+func (p *probe) begunBy(from int, t time.Time) int {
+	for from < len(p.at) && p.at[from].Before(t) {
+		from++
+	}
+	return from
+}
+
 // count is how many writes the probe has timed so far.
 func (p *probe) count() int {
 	p.mu.Lock()
@@ -466,6 +476,7 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 	steady := time.Since(steadyStart)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	steadyFrom = p.begunBy(steadyFrom, steadyStart)
 	fmt.Printf("   load %.1f s, steady %.1f s at %d adds/s; image tables ingested in the steady phase: %d\n", loaded.Seconds(), steady.Seconds(), rate, tables()-t0)
 	if n := tables() - t0; n > 0 && s.cmd != nil {
 		per := float64(written()-w0) / float64(n)
