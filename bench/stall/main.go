@@ -63,9 +63,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -120,6 +122,7 @@ func main() {
 	if *nodes != 1 && *nodes != 3 {
 		check(fmt.Errorf("-nodes %d: 1 or 3", *nodes))
 	}
+	stopOnSignal()
 	if *bfBin == "" {
 		dir, err := os.MkdirTemp("", "bfstall")
 		check(err)
@@ -164,11 +167,22 @@ type server struct {
 	cmd  *exec.Cmd
 	port int
 	dir  string
+	// exited is closed once a process this program started has ended.
+	exited chan struct{}
 }
 
 // startBF starts a durable bfserver node named name (its log is
 // $TMPDIR/bfstall-NAME.log) and waits until it takes a write.
 func startBF(name string, port, raftPort int, extra ...string) *server {
+	// A node left running (this program killed, or its output cut short)
+	// would hold the ports, and the next run would measure it instead.
+	for _, p := range []int{port, raftPort} {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			check(fmt.Errorf("%s: port %d is taken (a node left from an earlier run?): %v", name, p, err))
+		}
+		l.Close()
+	}
 	dir, err := os.MkdirTemp("", "bfstall-data")
 	check(err)
 	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", raftPort),
@@ -179,8 +193,18 @@ func startBF(name string, port, raftPort int, extra ...string) *server {
 	log, err := os.Create(filepath.Join(os.TempDir(), "bfstall-"+name+".log"))
 	check(err)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
+	// Stopped with this program, however it ends.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	check(s.cmd.Start())
 	s.pid = s.cmd.Process.Pid
+	s.exited = make(chan struct{})
+	go func() {
+		s.cmd.Wait()
+		close(s.exited)
+	}()
+	startedMu.Lock()
+	started[s] = true
+	startedMu.Unlock()
 	s.waitReady()
 	return s
 }
@@ -210,6 +234,13 @@ func (s *server) waitReady() {
 		if time.Now().After(deadline) {
 			check(fmt.Errorf("%s did not start", s.name))
 		}
+		if s.exited != nil {
+			select {
+			case <-s.exited:
+				check(fmt.Errorf("%s exited: %v (see its log in %s)", s.name, s.cmd.ProcessState, os.TempDir()))
+			default:
+			}
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -217,8 +248,11 @@ func (s *server) waitReady() {
 func (s *server) stop() {
 	if s.cmd != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)
-		s.cmd.Wait()
+		<-s.exited
 		os.RemoveAll(s.dir)
+		startedMu.Lock()
+		delete(started, s)
+		startedMu.Unlock()
 		return
 	}
 	syscall.Kill(s.pid, syscall.SIGTERM)
@@ -580,6 +614,36 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stall:", err)
+		stopStarted()
 		os.Exit(1)
 	}
+}
+
+// started are the bfserver nodes running, stopped (and their data
+// directories removed) when this program gives up or is interrupted.
+var (
+	startedMu sync.Mutex
+	started   = map[*server]bool{}
+)
+
+func stopStarted() {
+	startedMu.Lock()
+	defer startedMu.Unlock()
+	for s := range started {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		<-s.exited
+		os.RemoveAll(s.dir)
+	}
+	clear(started)
+}
+
+// stopOnSignal stops the nodes on SIGINT or SIGTERM, then exits.
+func stopOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-ch
+		stopStarted()
+		os.Exit(1)
+	}()
 }
