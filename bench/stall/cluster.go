@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,16 +99,15 @@ func infoFields(c *redis.Client, sections ...string) map[string]string {
 // its image tables, its snapshots (LASTSAVE, and SAVE/BGSAVE's count) and
 // which leader, in which term, it sees.
 type nodeWatch struct {
-	s                *server
-	c                *redis.Client
-	tables0, tables  int
-	written0         int64
-	save, saves      string
-	leader, term     string
-	snapshots        int
-	saves0           string
-	lastInfo         map[string]string
-	leaderChangeSeen int
+	s               *server
+	c               *redis.Client
+	tables0, tables int
+	written0        int64
+	save, saves     string
+	leader, term    string
+	snapshots       int
+	saves0          string
+	lastInfo        map[string]string
 }
 
 func newWatch(s *server) *nodeWatch {
@@ -141,13 +142,16 @@ func (w *nodeWatch) poll(el time.Duration) []string {
 		ev = append(ev, fmt.Sprintf("%s snapshot done %s", w.s.name, at))
 	}
 	if m["raft_leader_id"] != w.leader || m["raft_term"] != w.term {
-		if m["raft_leader_id"] != w.leader {
-			w.leaderChangeSeen++
-		}
 		w.leader, w.term = m["raft_leader_id"], m["raft_term"]
 		ev = append(ev, fmt.Sprintf("%s sees leader %q in term %s %s", w.s.name, w.leader, w.term, at))
 	}
 	return ev
+}
+
+// termLeader is a leader a node saw, and in which term.
+type termLeader struct {
+	term int
+	id   string
 }
 
 // runCluster is run for -nodes 3: the scenario is loaded through the
@@ -197,6 +201,13 @@ func runCluster(cl *cluster, sc string) result {
 	wg, sent := steadyLoad(targets, rate, mk, stop)
 	steadyStart := time.Now()
 	var events []string
+	var leaders []termLeader
+	for _, w := range watches {
+		if w.leader != "" {
+			t, _ := strconv.Atoi(w.term)
+			leaders = append(leaders, termLeader{t, w.leader})
+		}
+	}
 	saved := false
 	lw := watches[0]
 	for _, w := range watches {
@@ -210,6 +221,10 @@ func runCluster(cl *cluster, sc string) result {
 		flushed := true
 		for _, w := range watches {
 			events = append(events, w.poll(el)...)
+			if w.leader != "" {
+				t, _ := strconv.Atoi(w.term)
+				leaders = append(leaders, termLeader{t, w.leader})
+			}
 			flushed = flushed && w.tables-w.tables0 >= *flushes+1
 		}
 		if !saved && el > *flushEvery+*flushEvery/2 {
@@ -262,9 +277,20 @@ func runCluster(cl *cluster, sc string) result {
 	if len(events) > 0 {
 		fmt.Printf("   timeline (each node flushes and snapshots on its own): %s\n", strings.Join(events, ", "))
 	}
-	changes := 0
-	for _, w := range watches {
-		changes += w.leaderChangeSeen
+	// A change of leader is a term whose leader differs from the one of
+	// the term before it seen, whichever node saw them.
+	byTerm := map[int]string{}
+	for _, t := range leaders {
+		byTerm[t.term] = t.id
+	}
+	var seen []string
+	changes, prev := 0, ""
+	for _, t := range slices.Sorted(maps.Keys(byTerm)) {
+		if prev != "" && byTerm[t] != prev {
+			changes++
+		}
+		prev = byTerm[t]
+		seen = append(seen, fmt.Sprintf("term %d %s", t, prev))
 	}
 	// Before the load and at the end: a change in the load phase or the
 	// burst shows as another leader or term.
@@ -282,7 +308,7 @@ func runCluster(cl *cluster, sc string) result {
 		b0 := before[cl.nodes[0]]
 		terms = []string{fmt.Sprintf("every node saw leader %s in term %s before the load and at the end", b0["raft_leader_id"], b0["raft_term"])}
 	}
-	fmt.Printf("   leader changes seen in the steady phase: %d; %s\n", changes, strings.Join(terms, "; "))
+	fmt.Printf("   leader changes seen in the steady phase: %d (leaders seen: %s); %s\n", changes, strings.Join(seen, ", "), strings.Join(terms, "; "))
 	for _, w := range watches {
 		m := infoFields(w.c, "persistence")
 		n := w.tables - w.tables0
@@ -293,7 +319,8 @@ func runCluster(cl *cluster, sc string) result {
 		}
 		fmt.Printf("   %s: %d image tables in the steady phase, %.1f MiB written per table; %d snapshots; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits, %s spilled; peak RSS %d MiB\n",
 			w.s.name, n, per, w.snapshots, m["image_cut_copied_chunks"], m["image_cut_copied_peak_bytes"], m["image_cut_budget_waits"], m["image_cut_spilled_chunks"], w.s.memKB("VmHWM")/1024)
-		if w.s == cl.leader {
+		// Only a node that led times writes (forwarded ones too).
+		if m := infoFields(w.c, "writestages"); !strings.HasPrefix(m["stage_total"], "count=0,") {
 			printStages(w.c, w.s.name+" ")
 		} else {
 			fmt.Printf("   %s writestages: none (a write's stages are timed on the leader, forwarded ones too)\n", w.s.name)

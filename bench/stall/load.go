@@ -168,19 +168,29 @@ func burst(targets []*server, mk func(i int) []any) (float64, *tally) {
 // perConn is the most adds a second one steady connection is asked for:
 // past it a target gets more connections, so that a slow reply does not
 // hold the rate back.
-const perConn = 5000
+//
+// minConns is the fewest a target gets: a connection waits on its
+// pipeline's durable reply, so with replies slow (a flushing node's log
+// syncs wait on the disk) fewer could not keep the rate.
+const (
+	perConn  = 5000
+	minConns = 4
+)
 
-// steadyLoad sends rate commands a second (made by mk) in batches of 100,
-// shared evenly by targets, until stop is closed. A connection that falls
+// steadyLoad sends rate commands a second (made by mk) in pipelined
+// batches, shared evenly by targets, until stop is closed. A connection that falls
 // behind catches up, by at most a second's batches (what clients whose
 // writes were held up would send).
 func steadyLoad(targets []*server, rate int, mk func(i int) []any, stop chan struct{}) (*sync.WaitGroup, *tally) {
 	var wg sync.WaitGroup
 	t := &tally{}
 	share := float64(rate) / float64(len(targets))
-	conns := int(math.Ceil(share / perConn))
-	const batch = 100
-	every := time.Duration(float64(time.Second) * batch / (share / float64(conns)))
+	conns := max(minConns, int(math.Ceil(share/perConn)))
+	// Batches of 100, fewer when a connection's rate is low, so that it
+	// sends at least 20 a second rather than in lumps.
+	perSecond := share / float64(conns)
+	batch := int(min(100, max(1, perSecond/20)))
+	every := time.Duration(float64(time.Second) * float64(batch) / perSecond)
 	for _, s := range targets {
 		for range conns {
 			wg.Add(1)

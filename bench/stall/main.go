@@ -37,9 +37,10 @@
 // pipelined -burst-depth deep from -burst-conns connections,
 // acknowledged adds a second) and runs the steady phase at half of it,
 // since issue #25 asks for a write load at half the node's durable
-// throughput. The steady load is paced per connection (one per 5,000
-// adds a second; one that falls behind catches up by at most a second),
-// and the adds it got acknowledged are printed against the rate asked.
+// throughput. The steady load is paced per connection (four per target
+// at least, one per 5,000 adds a second; one that falls behind catches
+// up by at most a second), and the adds it got acknowledged are printed
+// against the rate asked.
 //
 // -nodes 3 starts three bfserver processes on loopback (n1 bootstraps,
 // n2 and n3 join through it with a shared --cluster-secret; RESP on
