@@ -1,6 +1,6 @@
 // Command stall measures how long a write waits on the image: a durable
 // bfserver node flushing (and snapshotting) while writes go on, against
-// RedisBloom with appendfsync always, in one run.
+// RedisBloom with appendfsync always, in one run (issue #25).
 //
 // Each scenario starts the server, loads it, then keeps a steady write
 // load while a probe client (one connection, one command at a time) times
@@ -11,6 +11,8 @@
 //	go run ./bench/stall                       # both scenarios, built ./cmd/bfserver and RedisBloom
 //	go run ./bench/stall -scenario small       # 1,000,000 small filters (BF.ADD tenant:N x)
 //	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
+//	go run ./bench/stall -rate half            # the steady phase at half the measured durable throughput
+//	go run ./bench/stall -nodes 3 -rate half -redisbloom ''   # a 3-node cluster, probed through leader and follower
 //	go run ./bench/stall -scenario window -redisbloom ''   # one large sliding window (bfserver only)
 //	go run ./bench/stall -bfserver OLD -redisbloom ''   # another build only
 //	go run ./bench/stall -scenario small -create-only -redisbloom ''   # the creation phase alone, then its flushes
@@ -28,6 +30,31 @@
 //     shifts cleared); it also prints the image bytes written per flush
 //     against the window's size. RedisBloom has no window: skip it
 //     (-redisbloom ”).
+//
+// The rate: a number is adds a second; half first measures the durable
+// write throughput on the loaded scenario (once every node has flushed
+// what the load wrote: two more image tables; then a -burst of BF.ADD
+// pipelined -burst-depth deep from -burst-conns connections,
+// acknowledged adds a second) and runs the steady phase at half of it,
+// since issue #25 asks for a write load at half the node's durable
+// throughput. The steady load is paced per connection (four per target
+// at least, one per 5,000 adds a second; one that falls behind catches
+// up by at most a second), and the adds it got acknowledged are printed
+// against the rate asked.
+//
+// -nodes 3 starts three bfserver processes on loopback (n1 bootstraps,
+// n2 and n3 join through it with a shared --cluster-secret; RESP on
+// -port+3, +5, +7, Raft on the port after each; the one-node case's
+// durability flags), loads the scenario through the leader, and then
+// splits the burst and the steady load between the leader and a
+// follower (which forwards its writes) while two probes time BF.ADD, one
+// through each. It prints each probe's figures, the timeline of every
+// node's image tables and snapshots (each node flushes and snapshots on
+// its own; BGSAVE goes to the leader, and the steady phase lasts until
+// that snapshot is done), the leaders and terms each node saw, and each
+// node's peak RSS, copy-on-write counters and (the leader's) INFO
+// writestages. RedisBloom has no cluster peer: with -nodes 3 its row is
+// the single-node reference (appendfsync always), as with -nodes 1.
 package main
 
 import (
@@ -37,10 +64,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,7 +89,11 @@ var (
 	filters    = flag.Int("filters", 1_000_000, "small: filters created")
 	largeBytes = flag.Uint64("large-bytes", 1<<30, "large: the filter's bit array in bytes")
 	winCount   = flag.Int("window-count", 20_000_000, "window: the count window's N (1%: about 2.45 bytes an item)")
-	rate       = flag.Int("rate", 20000, "steady adds a second after the load")
+	rateFlag   = flag.String("rate", "20000", "steady adds a second after the load, or half: half the durable throughput a burst measures on the loaded scenario")
+	burstFor   = flag.Duration("burst", 5*time.Second, "with -rate half: how long the throughput burst lasts")
+	burstConns = flag.Int("burst-conns", 8, "with -rate half: the burst's connections (with -nodes 3, half of them on the leader, half on a follower)")
+	burstDepth = flag.Int("burst-depth", 100, "with -rate half: the commands each burst connection pipelines at a time")
+	nodes      = flag.Int("nodes", 1, "bfserver nodes: 1, or 3 (a cluster on loopback, loaded through the leader, probed through the leader and a follower)")
 	flushEvery = flag.Duration("flush-interval", 5*time.Second, "bfserver --flush-interval")
 	flushes    = flag.Int("flushes", 3, "flushes to see in the steady phase (bfserver; RedisBloom runs as long)")
 	bfArgs     = flag.String("bfargs", "", "extra bfserver flags, space-separated")
@@ -73,8 +105,25 @@ var (
 	createOnly = flag.Bool("create-only", false, "small: stop after the creation phase (no steady phase, no BGSAVE)")
 )
 
+// halfRate: -rate half; fixedRate: a numeric -rate.
+var (
+	halfRate  bool
+	fixedRate int
+)
+
 func main() {
 	flag.Parse()
+	if *rateFlag == "half" {
+		halfRate = true
+	} else if n, err := strconv.Atoi(*rateFlag); err == nil && n > 0 {
+		fixedRate = n
+	} else {
+		check(fmt.Errorf("-rate %q: a number of adds a second, or half", *rateFlag))
+	}
+	if *nodes != 1 && *nodes != 3 {
+		check(fmt.Errorf("-nodes %d: 1 or 3", *nodes))
+	}
+	stopOnSignal()
 	if *bfBin == "" {
 		dir, err := os.MkdirTemp("", "bfstall")
 		check(err)
@@ -86,15 +135,28 @@ func main() {
 	}
 	for _, sc := range strings.Split(*scenario, ",") {
 		var steady time.Duration
-		if *bfBin != "none" {
-			s := startBF()
-			r := run(s, sc, 0)
+		note := ""
+		if *nodes == 3 {
+			note = " (the single-node reference: RedisBloom has no cluster peer; appendfsync always)"
+		}
+		if *bfBin != "none" && *nodes == 3 {
+			cl := startCluster()
+			r := runCluster(cl, sc)
+			steady = r.steady
+			cl.stop()
+		} else if *bfBin != "none" {
+			var extra []string
+			if *debugAddr != "" {
+				extra = []string{"--debug-addr", *debugAddr}
+			}
+			s := startBF("bfserver", *basePort, *basePort+1, extra...)
+			r := run(s, sc, 0, "")
 			steady = r.steady
 			s.stop()
 		}
 		if *redisBloom != "" {
 			s := startRedisBloom()
-			run(s, sc, max(steady, 3**flushEvery+5*time.Second))
+			run(s, sc, max(steady, 3**flushEvery+5*time.Second), note)
 			s.stop()
 		}
 	}
@@ -106,23 +168,44 @@ type server struct {
 	cmd  *exec.Cmd
 	port int
 	dir  string
+	// exited is closed once a process this program started has ended.
+	exited chan struct{}
 }
 
-func startBF() *server {
+// startBF starts a durable bfserver node named name (its log is
+// $TMPDIR/bfstall-NAME.log) and waits until it takes a write.
+func startBF(name string, port, raftPort int, extra ...string) *server {
+	// A node left running (this program killed, or its output cut short)
+	// would hold the ports, and the next run would measure it instead.
+	for _, p := range []int{port, raftPort} {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			check(fmt.Errorf("%s: port %d is taken (a node left from an earlier run?): %v", name, p, err))
+		}
+		l.Close()
+	}
 	dir, err := os.MkdirTemp("", "bfstall-data")
 	check(err)
-	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", *basePort), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", *basePort+1),
+	args := []string{"--addr", fmt.Sprintf("127.0.0.1:%d", port), "--raft-addr", fmt.Sprintf("127.0.0.1:%d", raftPort),
 		"--data-dir", dir, "--fsync", "always", "--flush-interval", flushEvery.String(), "--max-filter-bytes", "4294967296"}
-	if *debugAddr != "" {
-		args = append(args, "--debug-addr", *debugAddr)
-	}
+	args = append(args, extra...)
 	args = append(args, strings.Fields(*bfArgs)...)
-	s := &server{name: "bfserver", port: *basePort, dir: dir, cmd: exec.Command(*bfBin, args...)}
-	log, err := os.Create(filepath.Join(os.TempDir(), "bfstall-bfserver.log"))
+	s := &server{name: name, port: port, dir: dir, cmd: exec.Command(*bfBin, args...)}
+	log, err := os.Create(filepath.Join(os.TempDir(), "bfstall-"+name+".log"))
 	check(err)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
+	// Stopped with this program, however it ends.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	check(s.cmd.Start())
 	s.pid = s.cmd.Process.Pid
+	s.exited = make(chan struct{})
+	go func() {
+		s.cmd.Wait()
+		close(s.exited)
+	}()
+	startedMu.Lock()
+	started[s] = true
+	startedMu.Unlock()
 	s.waitReady()
 	return s
 }
@@ -152,6 +235,13 @@ func (s *server) waitReady() {
 		if time.Now().After(deadline) {
 			check(fmt.Errorf("%s did not start", s.name))
 		}
+		if s.exited != nil {
+			select {
+			case <-s.exited:
+				check(fmt.Errorf("%s exited: %v (see its log in %s)", s.name, s.cmd.ProcessState, os.TempDir()))
+			default:
+			}
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -159,8 +249,11 @@ func (s *server) waitReady() {
 func (s *server) stop() {
 	if s.cmd != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)
-		s.cmd.Wait()
+		<-s.exited
 		os.RemoveAll(s.dir)
+		startedMu.Lock()
+		delete(started, s)
+		startedMu.Unlock()
 		return
 	}
 	syscall.Kill(s.pid, syscall.SIGTERM)
@@ -231,7 +324,7 @@ type probe struct {
 	done   chan struct{}
 }
 
-func startProbe(s *server) *probe {
+func startProbe(s *server, key string) *probe {
 	p := &probe{errs: map[string]int{}, done: make(chan struct{})}
 	c := s.client(1)
 	go func() {
@@ -240,7 +333,7 @@ func startProbe(s *server) *probe {
 		ctx := context.Background()
 		for i := 0; !p.stop.Load(); i++ {
 			began := time.Now()
-			err := c.Do(ctx, "BF.ADD", "probe", "p"+strconv.Itoa(i)).Err()
+			err := c.Do(ctx, "BF.ADD", key, "p"+strconv.Itoa(i)).Err()
 			d := time.Since(began)
 			p.mu.Lock()
 			p.lat = append(p.lat, d)
@@ -249,11 +342,7 @@ func startProbe(s *server) *probe {
 				p.worst, p.worstT = d, began
 			}
 			if err != nil {
-				msg := err.Error()
-				if f := strings.Fields(msg); len(f) > 0 {
-					msg = f[0]
-				}
-				p.errs[msg]++
+				p.errs[errWord(err)]++
 			}
 			p.mu.Unlock()
 		}
@@ -268,6 +357,48 @@ func (p *probe) finish() {
 
 func (p *probe) quantile(q float64) time.Duration { return quantile(p.lat, q) }
 
+// begunBy is the index of the first write from the from'th on that began
+// at t or later: a write in flight when a phase began belongs to the
+// phase before. The caller holds p.mu.
+func (p *probe) begunBy(from int, t time.Time) int {
+	for from < len(p.at) && p.at[from].Before(t) {
+		from++
+	}
+	return from
+}
+
+// count is how many writes the probe has timed so far.
+func (p *probe) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lat)
+}
+
+// longest lists the -worst longest writes from the from'th on, with when
+// they began after since. The caller holds p.mu.
+func (p *probe) longest(from int, since time.Time) string {
+	idx := make([]int, len(p.lat)-from)
+	for i := range idx {
+		idx[i] = from + i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(p.lat[b] - p.lat[a]) })
+	var worst []string
+	for _, i := range idx[:min(len(idx), *worstN)] {
+		worst = append(worst, fmt.Sprintf("%.1f ms at +%.2f s", ms(p.lat[i]), p.at[i].Sub(since).Seconds()))
+	}
+	return strings.Join(worst, ", ")
+}
+
+// stats is a phase's writes: how many, the longest, p99.9, p99 and p50.
+func stats(lat []time.Duration) string {
+	var longest time.Duration
+	for _, d := range lat {
+		longest = max(longest, d)
+	}
+	return fmt.Sprintf("%d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms",
+		len(lat), ms(longest), ms(quantile(lat, 0.999)), ms(quantile(lat, 0.99)), ms(quantile(lat, 0.5)))
+}
+
 func quantile(lat []time.Duration, q float64) time.Duration {
 	s := slices.Clone(lat)
 	slices.Sort(s)
@@ -277,156 +408,53 @@ func quantile(lat []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
 }
 
-// load sends n commands made by mk, pipelined in batches over conns
-// connections, and returns the errors.
-func load(s *server, n, conns int, mk func(i int) []any) int64 {
-	var errs atomic.Int64
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	const batch = 1000
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := s.client(1)
-			defer c.Close()
-			ctx := context.Background()
-			for {
-				from := int(next.Add(batch)) - batch
-				if from >= n {
-					return
-				}
-				pipe := c.Pipeline()
-				for i := from; i < min(n, from+batch); i++ {
-					pipe.Do(ctx, mk(i)...)
-				}
-				cmds, _ := pipe.Exec(ctx)
-				for _, cmd := range cmds {
-					if cmd.Err() != nil {
-						errs.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errs.Load()
-}
-
-// steadyLoad sends -rate commands a second (made by mk) in batches of 100
-// until stop is closed.
-func steadyLoad(s *server, mk func(i int) []any, stop chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c := s.client(1)
-		defer c.Close()
-		ctx := context.Background()
-		const batch = 100
-		tick := time.NewTicker(time.Second * batch / time.Duration(*rate))
-		defer tick.Stop()
-		for i := 0; ; {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			pipe := c.Pipeline()
-			for j := 0; j < batch; j++ {
-				pipe.Do(ctx, mk(i)...)
-				i++
-			}
-			pipe.Exec(ctx)
-		}
-	}()
-	return &wg
-}
-
 type result struct{ steady time.Duration }
 
 // winBytes is the window scenario's MEMORY USAGE, for the bytes written
 // per flush against it.
 var winBytes int64
 
-func run(s *server, sc string, steadyFor time.Duration) result {
+func run(s *server, sc string, steadyFor time.Duration, note string) result {
 	ctx := context.Background()
 	c := s.client(1)
 	defer c.Close()
-	fmt.Printf("== %s, %s\n", sc, s.name)
-	p := startProbe(s)
+	fmt.Printf("== %s, %s%s\n", sc, s.name, note)
+	p := startProbe(s, "probe")
 	began := time.Now()
-	var mk func(i int) []any
 	if *phase == "create" {
 		profileNow(s)
 	}
-	switch sc {
-	case "small":
-		errs := load(s, *filters, 4, func(i int) []any { return []any{"BF.ADD", "tenant:" + strconv.Itoa(i), "x"} })
-		fmt.Printf("   created %d filters in %.1f s (%d errors)\n", *filters, time.Since(began).Seconds(), errs)
-		if *createOnly {
-			p.finish()
-			cpu := s.cpu()
-			profiling.Wait()
-			printCreate(s, c, p)
-			if s.cmd != nil {
-				// The flushes that write what was created are part of its
-				// cost: wait for two more tables (the second's cut was
-				// taken after the load) and count the CPU again.
-				t0, _ := strconv.Atoi(s.info(c, "image_tables_ingested"))
-				for n := t0; n < t0+2 && time.Since(began) < 10*time.Minute; n, _ = strconv.Atoi(s.info(c, "image_tables_ingested")) {
-					time.Sleep(100 * time.Millisecond)
-				}
-				fmt.Printf("   server CPU: %.2f s by the end of creation, %.2f s once flushed (+%.1f s)\n", cpu, s.cpu(), time.Since(began).Seconds())
-			} else {
-				fmt.Printf("   server CPU: %.2f s by the end of creation\n", cpu)
+	mk := loadScenario(s, c, sc, began)
+	if sc == "small" && *createOnly {
+		p.finish()
+		cpu := s.cpu()
+		profiling.Wait()
+		printCreate(s, c, p)
+		if s.cmd != nil {
+			// The flushes that write what was created are part of its
+			// cost: wait for two more tables (the second's cut was
+			// taken after the load) and count the CPU again.
+			t0, _ := strconv.Atoi(s.info(c, "image_tables_ingested"))
+			for n := t0; n < t0+2 && time.Since(began) < 10*time.Minute; n, _ = strconv.Atoi(s.info(c, "image_tables_ingested")) {
+				time.Sleep(100 * time.Millisecond)
 			}
-			return result{}
+			fmt.Printf("   server CPU: %.2f s by the end of creation, %.2f s once flushed (+%.1f s)\n", cpu, s.cpu(), time.Since(began).Seconds())
+		} else {
+			fmt.Printf("   server CPU: %.2f s by the end of creation\n", cpu)
 		}
-		mk = func(int) []any {
-			return []any{"BF.ADD", "tenant:" + strconv.Itoa(rand.IntN(*filters)), "y" + strconv.Itoa(rand.IntN(1000))}
-		}
-	case "large":
-		bits := float64(*largeBytes) * 8
-		capacity := uint64(bits * math.Ln2 * math.Ln2 / -math.Log(0.01))
-		check(c.Do(ctx, "BF.RESERVE", "big", "0.01", capacity).Err())
-		// Each add sets 7 bits; enough adds that every chunk is changed.
-		chunks := int(*largeBytes / (64 << 10))
-		n := max(100_000, chunks*int(math.Log(float64(chunks))+2))
-		errs := load(s, n/100, 2, func(i int) []any {
-			args := []any{"BF.MADD", "big"}
-			for j := range 100 {
-				args = append(args, "m"+strconv.Itoa(i*100+j))
-			}
-			return args
-		})
-		fmt.Printf("   reserved %d MiB (capacity %d) and added %d items in %.1f s (%d errors)\n", *largeBytes>>20, capacity, n, time.Since(began).Seconds(), errs)
-		mk = func(int) []any { return []any{"BF.ADD", "big", "r" + strconv.FormatUint(rand.Uint64(), 36)} }
-	case "window":
-		check(c.Do(ctx, "BFX.WRESERVE", "win", "0.01", "COUNT", *winCount).Err())
-		errs := load(s, *winCount/1000, 2, func(i int) []any {
-			args := []any{"BFX.WMADD", "win"}
-			for j := range 1000 {
-				args = append(args, "m"+strconv.Itoa(i*1000+j))
-			}
-			return args
-		})
-		size, _ := c.Do(ctx, "MEMORY", "USAGE", "win").Int64()
-		winBytes = size
-		fmt.Printf("   reserved a count window of %d (%d MiB) and added %d items in %.1f s (%d errors)\n", *winCount, size>>20, *winCount, time.Since(began).Seconds(), errs)
-		mk = func(int) []any { return []any{"BFX.WADD", "win", "r" + strconv.FormatUint(rand.Uint64(), 36)} }
-	default:
-		check(fmt.Errorf("unknown scenario %q", sc))
+		return result{}
 	}
 	loaded := time.Since(began)
-	p.mu.Lock()
-	steadyFrom := len(p.lat)
-	p.mu.Unlock()
+	loadEnd := p.count()
+	settle([]*server{s})
+	burstFrom := p.count()
+	rate := steadyRate([]*server{s}, mk)
+	steadyFrom := p.count()
 	if s.cmd != nil {
 		c.Do(ctx, "CONFIG", "RESETSTAT") // INFO writestages covers the steady phase
 	}
 	stop := make(chan struct{})
-	wg := steadyLoad(s, mk, stop)
+	wg, sent := steadyLoad([]*server{s}, rate, mk, stop)
 	steadyStart := time.Now()
 	if *phase == "steady" {
 		profileNow(s)
@@ -483,7 +511,8 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	steady := time.Since(steadyStart)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Printf("   load %.1f s, steady %.1f s at %d adds/s; image tables ingested in the steady phase: %d\n", loaded.Seconds(), steady.Seconds(), *rate, tables()-t0)
+	steadyFrom = p.begunBy(steadyFrom, steadyStart)
+	fmt.Printf("   load %.1f s, steady %.1f s at %d adds/s; image tables ingested in the steady phase: %d\n", loaded.Seconds(), steady.Seconds(), rate, tables()-t0)
 	if n := tables() - t0; n > 0 && s.cmd != nil {
 		per := float64(written()-w0) / float64(n)
 		fmt.Printf("   image bytes written per table: %.1f MiB", per/(1<<20))
@@ -495,29 +524,23 @@ func run(s *server, sc string, steadyFor time.Duration) result {
 	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
-	ld := p.lat[:steadyFrom]
-	fmt.Printf("   probe in the load phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
-		len(ld), ms(slices.Max(append(ld, 0))), ms(quantile(ld, 0.999)), ms(quantile(ld, 0.99)), ms(quantile(ld, 0.5)))
-	st := p.lat[steadyFrom:]
-	fmt.Printf("   probe in the steady phase: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms\n",
-		len(st), ms(slices.Max(append(st, 0))), ms(quantile(st, 0.999)), ms(quantile(st, 0.99)), ms(quantile(st, 0.5)))
+	fmt.Printf("   probe in the load phase: %s\n", stats(p.lat[:loadEnd]))
+	if burstFrom > loadEnd {
+		fmt.Printf("   probe while the load's flushes settled: %s\n", stats(p.lat[loadEnd:burstFrom]))
+	}
+	if steadyFrom > burstFrom {
+		fmt.Printf("   probe during the throughput burst: %s\n", stats(p.lat[burstFrom:steadyFrom]))
+	}
+	fmt.Printf("   probe in the steady phase: %s\n", stats(p.lat[steadyFrom:]))
+	fmt.Printf("   steady load: %s\n", sent.report(steady))
 	if len(events) > 0 {
 		fmt.Printf("   timeline: %s\n", strings.Join(events, ", "))
 	}
-	idx := make([]int, len(st))
-	for i := range idx {
-		idx[i] = steadyFrom + i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return int(p.lat[b] - p.lat[a]) })
-	var worst []string
-	for _, i := range idx[:min(len(idx), *worstN)] {
-		worst = append(worst, fmt.Sprintf("%.1f ms at +%.2f s", ms(p.lat[i]), p.at[i].Sub(steadyStart).Seconds()))
-	}
-	fmt.Printf("   longest in the steady phase: %s\n", strings.Join(worst, ", "))
+	fmt.Printf("   longest in the steady phase: %s\n", p.longest(steadyFrom, steadyStart))
 	if s.cmd != nil {
 		// Where a durable write's time went: the log's write and sync
 		// (store) and the state machine (fsm_apply) above all.
-		printStages(c)
+		printStages(c, "")
 	}
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 	return result{steady: steady}
@@ -549,14 +572,14 @@ func printCreate(s *server, c *redis.Client, p *probe) {
 	fmt.Printf("   probe during creation: %d writes, longest %.1f ms, p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
 	if s.cmd != nil {
-		printStages(c)
+		printStages(c, "")
 		fmt.Printf("   image tables ingested: %s\n", s.info(c, "image_tables_ingested"))
 	}
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 }
 
 // printStages prints INFO writestages' store, fsm_apply and total.
-func printStages(c *redis.Client) {
+func printStages(c *redis.Client, prefix string) {
 	txt, err := c.Info(context.Background(), "writestages").Result()
 	if err != nil {
 		return
@@ -564,7 +587,7 @@ func printStages(c *redis.Client) {
 	for _, line := range strings.Split(txt, "\r\n") {
 		for _, st := range []string{"stage_store:", "stage_fsm_apply:", "stage_total:"} {
 			if strings.HasPrefix(line, st) {
-				fmt.Printf("   %s\n", line)
+				fmt.Printf("   %s%s\n", prefix, line)
 			}
 		}
 	}
@@ -592,6 +615,36 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stall:", err)
+		stopStarted()
 		os.Exit(1)
 	}
+}
+
+// started are the bfserver nodes running, stopped (and their data
+// directories removed) when this program gives up or is interrupted.
+var (
+	startedMu sync.Mutex
+	started   = map[*server]bool{}
+)
+
+func stopStarted() {
+	startedMu.Lock()
+	defer startedMu.Unlock()
+	for s := range started {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		<-s.exited
+		os.RemoveAll(s.dir)
+	}
+	clear(started)
+}
+
+// stopOnSignal stops the nodes on SIGINT or SIGTERM, then exits.
+func stopOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-ch
+		stopStarted()
+		os.Exit(1)
+	}()
 }
