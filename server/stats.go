@@ -234,19 +234,22 @@ type CommandStat struct {
 func (s *Server) CommandStats() []CommandStat {
 	var out []CommandStat
 	eachStat(func(name string, sp *spec) {
-		cs := CommandStat{Name: name, BucketCounts: make([]int64, len(LatencyBuckets)+1)}
+		cs := CommandStat{Name: name}
+		for _, sh := range s.statShards {
+			cs.Calls += sh[sp.acl.ID].calls.Load()
+		}
+		if cs.Calls == 0 {
+			return
+		}
+		cs.BucketCounts = make([]int64, len(LatencyBuckets)+1)
 		var nanos int64
 		for _, sh := range s.statShards {
 			st := &sh[sp.acl.ID]
-			cs.Calls += st.calls.Load()
 			cs.Errors += st.errors.Load()
 			nanos += st.nanos.Load()
 			for i := range st.buckets {
 				cs.BucketCounts[i] += st.buckets[i].Load()
 			}
-		}
-		if cs.Calls == 0 {
-			return
 		}
 		cs.Seconds = float64(nanos) / 1e9
 		for i := 1; i < len(cs.BucketCounts); i++ {
