@@ -271,7 +271,7 @@ func (s *session) settle() {
 				failed++
 			}
 		}
-		s.srv.statsOf(run[i].sp).ranN(d, j-i, failed)
+		s.statsOf(run[i].sp).ranN(d, j-i, failed)
 		for k := i; k < j; k++ {
 			s.slow(run[k].sp, run[k].args, d)
 		}
@@ -288,7 +288,7 @@ func (s *session) timed(sp *spec, args [][]byte, d time.Duration, failed bool) {
 	if failed {
 		f = 1
 	}
-	s.srv.statsOf(sp).ranN(d, 1, f)
+	s.statsOf(sp).ranN(d, 1, f)
 	s.slow(sp, args, d)
 }
 
@@ -316,7 +316,7 @@ func (s *session) rejected(args [][]byte, from int) {
 		s.srv.countError(s.w.Buf[from:])
 	}
 	if sp := lookedUp(args); sp != nil {
-		s.srv.statsOf(sp).rejected.Add(1)
+		s.statsOf(sp).rejected.Add(1)
 	}
 }
 
@@ -584,10 +584,10 @@ func (s *Server) lookups() (hits, misses int64) {
 func (s *Server) processed() int64 {
 	var n int64
 	for _, sp := range commands {
-		c, _, _, _ := s.statsOf(sp).sinceReset()
+		c, _, _, _ := s.sinceReset(sp)
 		n += c
 		for _, sub := range sp.subs {
-			c, _, _, _ := s.statsOf(sub).sinceReset()
+			c, _, _, _ := s.sinceReset(sub)
 			n += c
 		}
 	}

@@ -55,6 +55,7 @@ func (s *Server) adopt(nc net.Conn) {
 		return
 	}
 	sess.nc, sess.ev = nil, c
+	sess.stats = s.statShard(int64(c.Loop()))
 	sess.adm.fd = c.Fd()
 	c.Context = sess
 	s.open.Add(1)

@@ -52,3 +52,14 @@ func PipelineKeepsArenas(srv *Server, n int) bool {
 	s.flushPending()
 	return cap(s.cmdArena) >= n && cap(s.listArena) >= 4*n
 }
+
+// ShardCalls is, per shard of the commands' counters, the calls of the
+// command or subcommand name since CONFIG RESETSTAT.
+func ShardCalls(srv *Server, name string) []int64 {
+	sp, _ := lookupFull([]byte(name))
+	out := make([]int64, len(srv.statShards))
+	for i, sh := range srv.statShards {
+		out[i], _, _, _ = sh[sp.acl.ID].sinceReset()
+	}
+	return out
+}

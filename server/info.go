@@ -619,7 +619,7 @@ func (s *Server) infoModules(b *infoBuilder) {
 
 func (s *Server) infoCommandstats(b *infoBuilder) {
 	eachStat(func(full string, sp *spec) {
-		calls, failed, usec, rejected := s.statsOf(sp).sinceReset()
+		calls, failed, usec, rejected := s.sinceReset(sp)
 		if calls == 0 && failed == 0 && rejected == 0 {
 			return
 		}
@@ -640,8 +640,8 @@ func (s *Server) infoErrorstats(b *infoBuilder) {
 
 func (s *Server) infoLatencystats(b *infoBuilder) {
 	eachStat(func(full string, sp *spec) {
-		h := s.statsOf(sp).hist.Load()
-		if h == nil || h.count() == 0 {
+		h := s.histOf(sp)
+		if h == nil {
 			return
 		}
 		us := func(p float64) string { return fmt.Sprintf("%.3f", float64(h.percentile(p))/1000) }

@@ -234,7 +234,7 @@ func cmdLatencyHistogram(s *session, a [][]byte) {
 	var list []entry
 	if len(a) == 2 {
 		eachStat(func(full string, sp *spec) {
-			if h := s.srv.statsOf(sp).hist.Load(); h != nil && h.count() > 0 {
+			if h := s.srv.histOf(sp); h != nil {
 				list = append(list, entry{full, h})
 			}
 		})
@@ -246,7 +246,7 @@ func cmdLatencyHistogram(s *session, a [][]byte) {
 				continue
 			}
 			seen[full] = true
-			if h := s.srv.statsOf(sp).hist.Load(); h != nil && h.count() > 0 {
+			if h := s.srv.histOf(sp); h != nil {
 				list = append(list, entry{full, h})
 			}
 		}

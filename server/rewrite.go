@@ -40,7 +40,7 @@ func cmdConfigSet(s *session, a [][]byte) {
 // the latency monitor; and INFO writestages. bfserver's own metrics
 // (/metrics) are counters that never go down and are not reset.
 func (s *Server) resetStats() {
-	eachStat(func(_ string, sp *spec) { s.statsOf(sp).reset() })
+	s.resetCmdStats()
 	a := &s.adm
 	a.errs.reset()
 	for _, c := range s.clientList() {

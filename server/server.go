@@ -256,9 +256,9 @@ type Server struct {
 	// the loops too.
 	loops        *evloop.Group
 	inlineWrites bool
-	// cmdStats are the commands' counters (INFO commandstats, metrics),
-	// by ACL id.
-	cmdStats []cmdStats
+	// statShards are the commands' counters (INFO commandstats, metrics):
+	// per shard (stats.go), by ACL id.
+	statShards [][]cmdStats
 }
 
 // New creates a server; call Serve. Options must Validate.
@@ -268,7 +268,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	}
 	commandTable()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
-		refusing: make(chan struct{}, maxRefusing), cmdStats: make([]cmdStats, len(aclTable.List))}
+		refusing: make(chan struct{}, maxRefusing), statShards: newStatShards()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))

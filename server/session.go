@@ -30,6 +30,9 @@ type session struct {
 	id      int64
 	created time.Time
 	w       resp.Writer
+	// stats is the shard of the commands' counters this session adds to:
+	// its loop's, or by its id when a goroutine serves it.
+	stats []cmdStats
 
 	// lastName and lastSpec remember the latest command name looked up: a
 	// pipeline mostly repeats one command, and comparing its name costs
@@ -101,6 +104,7 @@ type session struct {
 
 func newSession(s *Server, nc net.Conn) *session {
 	sess := &session{srv: s, nc: nc, raddr: nc.RemoteAddr(), id: s.nextID.Add(1), created: time.Now(), stale: s.stale.Load()}
+	sess.stats = s.statShard(sess.id)
 	sess.setDefaultAuth()
 	sess.w.Proto = 2
 	empty := ""

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/bits"
+	"runtime"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,10 @@ var LatencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.
 // them, usec (time running) and rejected (refused before running) since
 // the last CONFIG RESETSTAT, which records the counts then in base rather
 // than clearing them, so the metrics' counters never go down.
+//
+// A server keeps one set per shard (statShards): a session adds to its
+// shard's only, so the adds stay atomic (INFO reads them meanwhile) but
+// no other core writes the same cache lines. Readers sum the shards.
 type cmdStats struct {
 	calls, errors, nanos atomic.Int64
 	buckets              [17]atomic.Int64 // one per bound, then +Inf
@@ -25,8 +30,75 @@ type cmdStats struct {
 	hist                 atomic.Pointer[latencyHist]
 }
 
-// statsOf is a command's or subcommand's counters on this server.
-func (s *Server) statsOf(sp *spec) *cmdStats { return &s.cmdStats[sp.acl.ID] }
+// maxStatShards bounds the counters' memory on a machine of many cores:
+// past it, loops share shards.
+const maxStatShards = 64
+
+// newStatShards is a set of every command's counters per shard: one per
+// event loop (as many as GOMAXPROCS, the loops' default). Each shard is an
+// allocation of its own with a spare entry at the end, so no cache line
+// holds two shards' counters.
+func newStatShards() [][]cmdStats {
+	n := len(aclTable.List)
+	shards := make([][]cmdStats, min(max(runtime.GOMAXPROCS(0), 1), maxStatShards))
+	for i := range shards {
+		shards[i] = make([]cmdStats, n+1)[:n:n]
+	}
+	return shards
+}
+
+// statShard is shard i's counters (a loop's index, or a session's id for
+// a session served by a goroutine).
+func (s *Server) statShard(i int64) []cmdStats {
+	return s.statShards[uint64(i)%uint64(len(s.statShards))]
+}
+
+// statsOf is a command's or subcommand's counters in the session's shard.
+func (s *session) statsOf(sp *spec) *cmdStats { return &s.stats[sp.acl.ID] }
+
+// sinceReset is INFO commandstats's view of a command, over every shard:
+// calls, failed, usec, rejected.
+func (s *Server) sinceReset(sp *spec) (calls, failed, usec, rejected int64) {
+	for _, sh := range s.statShards {
+		c, f, u, r := sh[sp.acl.ID].sinceReset()
+		calls, failed, usec, rejected = calls+c, failed+f, usec+u, rejected+r
+	}
+	return calls, failed, usec, rejected
+}
+
+// histOf is a command's latency histogram since start or CONFIG RESETSTAT,
+// merged from every shard: nil when no run is in it.
+func (s *Server) histOf(sp *spec) *latencyHist {
+	var m *latencyHist
+	for _, sh := range s.statShards {
+		h := sh[sp.acl.ID].hist.Load()
+		if h == nil {
+			continue
+		}
+		if m == nil {
+			m = new(latencyHist)
+		}
+		for i := range h.counts {
+			if v := h.counts[i].Load(); v != 0 {
+				m.counts[i].Add(v)
+			}
+		}
+	}
+	if m == nil || m.count() == 0 {
+		return nil
+	}
+	return m
+}
+
+// resetCmdStats starts every shard's INFO commandstats and latency
+// histograms over (CONFIG RESETSTAT).
+func (s *Server) resetCmdStats() {
+	for _, sh := range s.statShards {
+		for i := range sh {
+			sh[i].reset()
+		}
+	}
+}
 
 // ranN counts n runs that took d each, failed of them with an error.
 func (c *cmdStats) ranN(d time.Duration, n, failed int) {
@@ -157,29 +229,34 @@ type CommandStat struct {
 	BucketCounts  []int64 // cumulative, one per LatencyBuckets bound, then +Inf
 }
 
-// CommandStats snapshots every command that has been called.
+// CommandStats snapshots every command that has been called, summed
+// over the shards.
 func (s *Server) CommandStats() []CommandStat {
 	var out []CommandStat
-	add := func(name string, st *cmdStats) {
-		if st == nil || st.calls.Load() == 0 {
+	eachStat(func(name string, sp *spec) {
+		cs := CommandStat{Name: name}
+		for _, sh := range s.statShards {
+			cs.Calls += sh[sp.acl.ID].calls.Load()
+		}
+		if cs.Calls == 0 {
 			return
 		}
-		cs := CommandStat{Name: name, Calls: st.calls.Load(), Errors: st.errors.Load(),
-			Seconds: float64(st.nanos.Load()) / 1e9, BucketCounts: make([]int64, len(st.buckets))}
-		var cum int64
-		for i := range st.buckets {
-			cum += st.buckets[i].Load()
-			cs.BucketCounts[i] = cum
+		cs.BucketCounts = make([]int64, len(LatencyBuckets)+1)
+		var nanos int64
+		for _, sh := range s.statShards {
+			st := &sh[sp.acl.ID]
+			cs.Errors += st.errors.Load()
+			nanos += st.nanos.Load()
+			for i := range st.buckets {
+				cs.BucketCounts[i] += st.buckets[i].Load()
+			}
+		}
+		cs.Seconds = float64(nanos) / 1e9
+		for i := 1; i < len(cs.BucketCounts); i++ {
+			cs.BucketCounts[i] += cs.BucketCounts[i-1] // cumulative
 		}
 		out = append(out, cs)
-	}
-	for _, name := range sortedKeys(commands) {
-		sp := commands[name]
-		add(name, s.statsOf(sp))
-		for _, sub := range sortedKeys(sp.subs) {
-			add(name+"|"+sub, s.statsOf(sp.subs[sub]))
-		}
-	}
+	})
 	return out
 }
 
@@ -232,7 +309,7 @@ func (s *session) endBatch() {
 		for j < len(s.acct) && s.acct[j].sp == s.acct[i].sp {
 			j++
 		}
-		s.srv.statsOf(s.acct[i].sp).observeN(d, j-i)
+		s.statsOf(s.acct[i].sp).observeN(d, j-i)
 		i = j
 	}
 	s.acct = s.acct[:0]

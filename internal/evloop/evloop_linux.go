@@ -31,6 +31,7 @@ type Group struct {
 // connection, which belongs to whoever parked it until Resume.
 type loop struct {
 	g     *Group
+	index int // in g.loops (Conn.Loop)
 	epfd  int
 	efd   int // eventfd: requests are waiting
 	mu    sync.Mutex
@@ -95,12 +96,13 @@ type Conn struct {
 func Start(h Handler, o Options) (*Group, error) {
 	o.ensureDefaults()
 	g := &Group{h: h, opts: o}
-	for range o.Loops {
+	for i := range o.Loops {
 		l, err := newLoop(g)
 		if err != nil {
 			g.Stop()
 			return nil, err
 		}
+		l.index = i
 		g.loops = append(g.loops, l)
 		g.wg.Add(1)
 		go func() {
@@ -169,6 +171,10 @@ func (g *Group) Adopt(nc net.Conn) (*Conn, error) {
 
 // Start hands the connection to its loop.
 func (c *Conn) Start() { c.l.post(request{kind: reqAdd, c: c}) }
+
+// Loop is the index of the loop serving the connection, from 0: state
+// kept per loop (counters) is written by one core at a time.
+func (c *Conn) Loop() int { return c.l.index }
 
 // Fd is the connection's descriptor (CLIENT LIST's fd=).
 func (c *Conn) Fd() int { return c.fd }

@@ -27,6 +27,7 @@ func (g *Group) Stop()                                    {}
 func (g *Group) Adopt(net.Conn) (*Conn, error)            { return nil, errUnsupported }
 func (c *Conn) Start()                                    {}
 func (c *Conn) Fd() int                                   { return -1 }
+func (c *Conn) Loop() int                                 { return 0 }
 func (c *Conn) Write([]byte) error                        { return errUnsupported }
 func (c *Conn) Buffered() int                             { return 0 }
 func (c *Conn) Reserve(int)                               {}
