@@ -60,6 +60,18 @@ func loadScenario(s *server, c *redis.Client, sc string, began time.Time) func(i
 	return nil
 }
 
+// onConn runs fn on a connection of its own to s, on a goroutine counted
+// in wg.
+func onConn(wg *sync.WaitGroup, s *server, fn func(ctx context.Context, c *redis.Client)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := s.client(1)
+		defer c.Close()
+		fn(context.Background(), c)
+	}()
+}
+
 // load sends n commands made by mk, pipelined in batches over conns
 // connections, and returns the errors.
 func load(s *server, n, conns int, mk func(i int) []any) int64 {
@@ -68,12 +80,7 @@ func load(s *server, n, conns int, mk func(i int) []any) int64 {
 	var next atomic.Int64
 	const batch = 1000
 	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := s.client(1)
-			defer c.Close()
-			ctx := context.Background()
+		onConn(&wg, s, func(ctx context.Context, c *redis.Client) {
 			for {
 				from := int(next.Add(batch)) - batch
 				if from >= n {
@@ -90,7 +97,7 @@ func load(s *server, n, conns int, mk func(i int) []any) int64 {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errs.Load()
@@ -144,12 +151,7 @@ func burst(targets []*server, mk func(i int) []any) (float64, *tally) {
 	began := time.Now()
 	end := began.Add(*burstFor)
 	for k := range *burstConns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := targets[k%len(targets)].client(1)
-			defer c.Close()
-			ctx := context.Background()
+		onConn(&wg, targets[k%len(targets)], func(ctx context.Context, c *redis.Client) {
 			for i := 0; time.Now().Before(end); {
 				pipe := c.Pipeline()
 				for range *burstDepth {
@@ -159,7 +161,7 @@ func burst(targets []*server, mk func(i int) []any) (float64, *tally) {
 				cmds, _ := pipe.Exec(ctx)
 				t.add(cmds)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return float64(t.acked.Load()) / time.Since(began).Seconds(), t
@@ -193,12 +195,7 @@ func steadyLoad(targets []*server, rate int, mk func(i int) []any, stop chan str
 	every := time.Duration(float64(time.Second) * float64(batch) / perSecond)
 	for _, s := range targets {
 		for range conns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := s.client(1)
-				defer c.Close()
-				ctx := context.Background()
+			onConn(&wg, s, func(ctx context.Context, c *redis.Client) {
 				next := time.Now()
 				for i := 0; ; {
 					next = next.Add(every)
@@ -218,7 +215,7 @@ func steadyLoad(targets []*server, rate int, mk func(i int) []any, stop chan str
 					cmds, _ := pipe.Exec(ctx)
 					t.add(cmds)
 				}
-			}()
+			})
 		}
 	}
 	return &wg, t
