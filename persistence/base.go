@@ -129,10 +129,13 @@ func decodeBaseEntry(v []byte, maxLength uint64) (baseEntry, error) {
 }
 
 // markKey is the key a flush marks: "d" and the chunk prefix's rest.
-func markKey(db uint8, key string) []byte {
-	p := chunkPrefix(db, key)
-	p[0] = 'd'
-	return p
+func markKey(db uint8, key string) []byte { return appendMarkKey(nil, db, key) }
+
+func appendMarkKey(b []byte, db uint8, key string) []byte {
+	n := len(b)
+	b = appendChunkPrefix(b, db, key)
+	b[n] = 'd'
+	return b
 }
 
 func (s *Store) baseDir() string { return s.fs.PathJoin(s.opts.Dir, "base") }
