@@ -342,14 +342,29 @@ func (f *Freeze) End() {
 func (h *Hold) Merge() { h.d.Merge(h.Bits) }
 
 // Kept is what Merge needs of a hold that has ended: the array's record
-// and the bits the hold took from it, without the hold.
+// and the bits the hold took from it, without the hold. A record of one
+// word (nearly every array) is kept by value: it may be the hold's own
+// word, and the hold's memory is reused once it has ended.
 type Kept struct {
 	d    *Dirty
-	bits []uint64
+	bits []uint64 // nil: word
+	word uint64
 }
 
 // Kept returns the part of the hold that Merge needs.
-func (h *Hold) Kept() Kept { return Kept{h.d, h.Bits} }
+func (h *Hold) Kept() Kept {
+	if len(h.Bits) == 1 {
+		return Kept{d: h.d, word: h.Bits[0]}
+	}
+	return Kept{d: h.d, bits: h.Bits}
+}
 
 // Merge is Hold.Merge for a hold that has ended.
-func (k Kept) Merge() { k.d.Merge(k.bits) }
+func (k Kept) Merge() {
+	if k.bits == nil {
+		w := [1]uint64{k.word}
+		k.d.Merge(w[:])
+		return
+	}
+	k.d.Merge(k.bits)
+}

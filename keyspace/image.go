@@ -70,9 +70,12 @@ type Cut struct {
 	// Keys are the keys walked so far, in walk (chunk-key) order: what
 	// the image's marks and metadata need of each, by value.
 	Keys []Walked
-	// inPlace are the walked keys changed in place (not Full, not gone):
-	// what Restore merges back of their holds.
-	inPlace []*CutKey
+	// kept is what Restore merges back of the walked keys changed in
+	// place (not Full, not gone): the chunks their captures took. Only
+	// this is kept of them, not their captures, whose slab slots the walk
+	// reuses: a flush of a million keys changed in place otherwise kept
+	// 336 bytes of pointers a key until the cut ended.
+	kept []engine.Kept
 	// Records are the keyspace's own changed records (version tracking),
 	// copied at the cut.
 	Records []Record
@@ -281,8 +284,8 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	c.Keys = slices.Grow(c.Keys, len(keys))
 	// done is the walk's last capture once written, when nothing needs
 	// it any more: its slab slot is taken again by the next capture if
-	// no early one came after it (created keys, most of a large cut,
-	// then cost the walk no allocation).
+	// no early one came after it (most keys of a large cut then cost the
+	// walk no allocation).
 	var done *CutKey
 	for _, dk := range keys {
 		if c.aborted.Load() {
@@ -305,10 +308,10 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		c.Keys = append(c.Keys, Walked{Key: ck.Key, meta: ck.meta, largest: ck.largest, DB: ck.DB, Full: ck.Full, gone: ck.gone})
 		err := fn(ck)
 		ck.release()
-		switch {
-		case !ck.Full && !ck.gone:
-			c.inPlace = append(c.inPlace, ck)
-		case !early:
+		if !ck.Full && !ck.gone {
+			c.kept = append(c.kept, ck.kept...)
+		}
+		if !early {
 			done = ck
 		}
 		if err != nil {
@@ -532,8 +535,8 @@ func (c *Cut) Restore() {
 			k.dirty[dirtyKey{w.DB, w.Key}] = whole
 		}
 	}
-	for _, ck := range c.inPlace {
-		merge(ck)
+	for _, kb := range c.kept {
+		kb.Merge()
 	}
 	for _, ck := range c.early {
 		merge(ck)
