@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/shrink"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
@@ -662,4 +664,61 @@ func TestWALTailTruncated(t *testing.T) {
 	}
 	defer s.Close()
 	sameLog(t, s, all)
+}
+
+// TestWALTrash: a segment raft-wal deletes (the head truncated past it)
+// leaves the log's directory at once and is removed through the trash,
+// which is empty once the store is closed; a file a crash left in the
+// trash (one large enough to be shrunk first) is removed after the next
+// open.
+func TestWALTrash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := openWAL(dir, true, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past one 64 MiB segment: 40 appends of two 1 MiB entries.
+	data := make([]byte, 1<<20)
+	idx := uint64(1)
+	for range 40 {
+		if err := s.StoreLogs([]*raft.Log{{Index: idx, Term: 1, Data: data}, {Index: idx + 1, Term: 1, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+		idx += 2
+	}
+	segs, err := walSegments(dir)
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments %v (%v): want at least two", segs, err)
+	}
+	if err := s.DeleteRange(1, idx-2); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := walSegments(dir)
+	if slices.Contains(left, segs[0]) {
+		t.Fatalf("segment %s still in the log's directory after the truncation", segs[0])
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "trash")); len(ents) != 0 {
+		t.Fatalf("%d files left in the trash after Close", len(ents))
+	}
+
+	crash := filepath.Join(dir, "trash", "00000000000000000001-0000000000000009.wal")
+	if err := os.WriteFile(crash, make([]byte, shrink.Min+shrink.Step/2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = openWAL(dir, true, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := s.LastIndex(); last != idx-1 {
+		t.Fatalf("last index %d after reopening, want %d", last, idx-1)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(crash); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file a crash left in the trash is still there (%v)", err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/internal/atomicfile"
+	"github.com/bfserver/bfserver/internal/shrink"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -46,6 +47,12 @@ import (
 //     into place before the entry is appended) and the log holds a stub
 //     naming its length and CRC-32C; appends are cut into batches of at
 //     most asideBytes of data.
+//   - Segments raft-wal deletes (a truncation after a snapshot) go to
+//     wal/trash and are removed there a step at a time (package shrink),
+//     on a goroutine of their own: raft-wal deletes them while it holds
+//     its write lock, so every append waited for the unlink of 64 MiB
+//     files and, behind it, every fsync for ext4 to free their blocks.
+//     Open empties the trash a crash left.
 //   - A lock (wal/LOCK): raft-wal's meta store waits forever for another
 //     process's lock; this one waits lockWait, as raft.db's does.
 //   - A damaged entry that does not decode: raft-wal's decoder can panic
@@ -94,17 +101,22 @@ func openWAL(dir string, sync bool, logger *slog.Logger) (*walStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &walStore{dir: dir, lock: lock, aside: filepath.Join(dir, "aside"), log: logger, fs: &walFS{FS: walfs.New(), sync: sync, dirty: map[*walFile]struct{}{}}}
+	s := &walStore{dir: dir, lock: lock, aside: filepath.Join(dir, "aside"), log: logger,
+		fs: &walFS{FS: walfs.New(), sync: sync, dirty: map[*walFile]struct{}{}, trash: filepath.Join(dir, "trash")}}
 	s.meta = &walMeta{fs: s.fs}
 	fail := func(err error) (*walStore, error) {
 		if s.WAL != nil {
 			s.WAL.Close()
 		}
 		s.meta.Close()
+		s.fs.removing.Wait()
 		lock.Close()
 		return nil, err
 	}
 	if err := os.MkdirAll(s.aside, 0o755); err != nil {
+		return fail(err)
+	}
+	if err := s.fs.emptyTrash(); err != nil {
 		return fail(err)
 	}
 	if err := syncDir(dir); err != nil {
@@ -328,6 +340,7 @@ func (s *walStore) Close() error {
 		if cerr := s.meta.Close(); err == nil {
 			err = cerr
 		}
+		s.fs.removing.Wait()
 		s.lock.Close()
 		s.closeErr = err
 	})
@@ -335,13 +348,61 @@ func (s *walStore) Close() error {
 }
 
 // walFS is raft-wal's file system with each file's Sync deferred to
-// syncAll unless every append must be synced.
+// syncAll unless every append must be synced, and segments deleted
+// through the trash.
 type walFS struct {
 	*walfs.FS
 	sync bool
 
 	mu    sync.Mutex
 	dirty map[*walFile]struct{}
+
+	trash    string         // where deleted segments are removed
+	removing sync.WaitGroup // the removals under way
+}
+
+// Delete moves a segment raft-wal is done with into the trash (a rename:
+// no block is freed under raft-wal's write lock) and removes it from
+// there on a goroutine of its own. As raft-wal's own Delete, it syncs the
+// directory: the segment stays gone. One a crash brings back would be
+// deleted again (raft-wal deletes at open the segments its meta store
+// does not list).
+func (v *walFS) Delete(dir, name string) error {
+	to := filepath.Join(v.trash, name)
+	if err := os.Rename(filepath.Join(dir, name), to); err != nil {
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	v.removeLater(to)
+	return nil
+}
+
+// removeLater removes path, a step at a time, on a goroutine of its own.
+func (v *walFS) removeLater(path string) {
+	v.removing.Add(1)
+	go func() {
+		defer v.removing.Done()
+		shrink.File(vfs.Default, path)
+		os.Remove(path)
+	}()
+}
+
+// emptyTrash creates the trash, or removes (later) what a crash left in
+// it.
+func (v *walFS) emptyTrash() error {
+	if err := os.MkdirAll(v.trash, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(v.trash)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		v.removeLater(filepath.Join(v.trash, e.Name()))
+	}
+	return nil
 }
 
 func (v *walFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
