@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/bfserver/bfserver/internal/evloop"
@@ -30,7 +31,48 @@ func (h loopHandler) Traffic(c *evloop.Conn, in []byte, n int) (int, evloop.Acti
 	return c.Context.(*session).traffic(in, n)
 }
 
-func (h loopHandler) Parked(c *evloop.Conn) { go c.Context.(*session).parked() }
+func (h loopHandler) Parked(c *evloop.Conn) { h.s.parkers.serve(c.Context.(*session)) }
+
+// parkers are the goroutines that serve parked connections, each one after
+// another: a goroutine started per park (a write through the log, at
+// pipeline depth 1 every request) cost its start, and then the copies of
+// its stack as it grew to what a write needs, every time.
+type parkers struct {
+	// jobs is unbuffered: a send succeeds only when a parker waits.
+	jobs chan *session
+	idle atomic.Int32
+}
+
+// maxIdleParkers bounds the parkers kept waiting for work: more than
+// the connections that write at once are never needed, and a burst's
+// extra ones end.
+const maxIdleParkers = 256
+
+// serve hands s to a waiting parker, or to a new one; it never waits.
+func (p *parkers) serve(s *session) {
+	select {
+	case p.jobs <- s:
+	default:
+		go p.work(s, s.srv.stop)
+	}
+}
+
+func (p *parkers) work(s *session, stop <-chan struct{}) {
+	for {
+		s.parked()
+		if p.idle.Add(1) > maxIdleParkers {
+			p.idle.Add(-1)
+			return
+		}
+		select {
+		case s = <-p.jobs:
+			p.idle.Add(-1)
+		case <-stop:
+			p.idle.Add(-1)
+			return
+		}
+	}
+}
 
 func (h loopHandler) Closed(c *evloop.Conn) { c.Context.(*session).ended() }
 

@@ -256,6 +256,7 @@ type Server struct {
 	// the loops too.
 	loops        *evloop.Group
 	inlineWrites bool
+	parkers      parkers // serve the loops' parked connections
 	// statShards are the commands' counters (INFO commandstats, metrics):
 	// per shard (stats.go), by ACL id.
 	statShards [][]cmdStats
@@ -269,6 +270,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	commandTable()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
 		refusing: make(chan struct{}, maxRefusing), statShards: newStatShards()}
+	s.parkers.jobs = make(chan *session)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))
