@@ -346,13 +346,24 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 	}
 	var err error
 	select {
-	case n.proposals <- p:
-	case <-t.C:
-		err = command.ErrNotAccepted
-	case <-ctx.Done():
-		err = command.ErrNotAccepted
 	case <-n.stop:
-		err = command.ErrNoLeader
+		err = command.ErrNoLeader // the batcher is gone: nothing would take it
+	default:
+		// Two selects of one case each, not one of four: the queue has
+		// room (the rule), and a select locks every channel it names.
+		select {
+		case n.proposals <- p:
+		default:
+			select {
+			case n.proposals <- p:
+			case <-t.C:
+				err = command.ErrNotAccepted
+			case <-ctx.Done():
+				err = command.ErrNotAccepted
+			case <-n.stop:
+				err = command.ErrNoLeader
+			}
+		}
 	}
 	if err != nil {
 		t.Stop()
