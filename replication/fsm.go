@@ -86,12 +86,15 @@ type fsm struct {
 	haltOnce sync.Once
 
 	wmu      sync.Mutex
-	advance  chan struct{}            // closed and replaced whenever applied moves
+	advance  chan struct{}            // closed and replaced whenever applied moves, once taken
 	syncLog  func() error             // forces the raft log to disk before an image write
 	stages   *stageTimes              // when each entry is applied (stages.go); nil in tests
 	onConfig func(raft.Configuration) // told every committed membership
 	onHalt   func(error)              // told once, when the state machine halts
 	onDisk   func(fault, error)       // told how each write to disk went
+	// advanceTaken (under wmu): advanceCh handed advance out since it was
+	// made; an index applied with no one waiting costs no new channel.
+	advanceTaken bool
 	// installed and refused count the snapshots Restore installed and
 	// those it refused as damaged, for INFO persistence.
 	installed, refused atomic.Uint64
@@ -164,8 +167,10 @@ func (f *fsm) quiet() bool {
 func (f *fsm) setApplied(i uint64) {
 	f.applied.Store(i)
 	f.wmu.Lock()
-	close(f.advance)
-	f.advance = make(chan struct{})
+	if f.advanceTaken {
+		close(f.advance)
+		f.advance, f.advanceTaken = make(chan struct{}), false
+	}
 	f.wmu.Unlock()
 }
 
@@ -173,6 +178,7 @@ func (f *fsm) setApplied(i uint64) {
 func (f *fsm) advanceCh() <-chan struct{} {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
+	f.advanceTaken = true
 	return f.advance
 }
 

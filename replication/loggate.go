@@ -55,11 +55,20 @@ func (s *loggedStore) StoreLogs(l []*raft.Log) error {
 	if err == nil && len(l) > 0 && s.stages != nil {
 		s.stages.storing(l[0].Index, l[len(l)-1].Index, began, stageNow())
 	}
-	var damaged *damagedError
-	if !errors.As(err, &damaged) { // an entry damaged on its way is the sender's, not this disk's
+	if !isDamaged(err) { // an entry damaged on its way is the sender's, not this disk's
 		s.disk.report(faultLog, err)
 	}
 	return err
+}
+
+// isDamaged reports whether err is a damagedError. Its own function: the
+// target errors.As is given escapes, and each log write paid for it.
+func isDamaged(err error) bool {
+	if err == nil {
+		return false
+	}
+	var damaged *damagedError
+	return errors.As(err, &damaged)
 }
 
 func (s *loggedStore) begin() {
