@@ -62,9 +62,9 @@ type fsm struct {
 	// a new leader's first entry, membership), so a read needs nothing
 	// past it. Stored before applied.
 	changed atomic.Uint64
-	// applying is when the entry being applied started (Unix ns), 0 when
-	// none is: a write waiting on a long entry knows the log is moving.
-	applying atomic.Int64
+	// applying: an entry is being applied; a write waiting on a long
+	// entry knows the log is moving.
+	applying atomic.Bool
 	// logTally counts the log since the latest snapshot, and lastEntry
 	// is when the latest entry arrived (Unix ns).
 	logTally
@@ -203,7 +203,7 @@ func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 }
 
 // busy reports whether an entry is being applied right now.
-func (f *fsm) busy() bool { return f.applying.Load() != 0 }
+func (f *fsm) busy() bool { return f.applying.Load() }
 
 // readIndex narrows a commit index to what a read must wait for: when
 // everything up to it is applied here, the latest entry that changed
@@ -267,7 +267,7 @@ func (f *fsm) apply(l *raft.Log) any {
 		f.stop(l.Index, err)
 		return nil
 	}
-	f.applying.Store(time.Now().UnixNano())
+	f.applying.Store(true)
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
@@ -287,7 +287,7 @@ func (f *fsm) apply(l *raft.Log) any {
 	}
 	f.inKS = l.Index
 	f.mu.Unlock()
-	f.applying.Store(0)
+	f.applying.Store(false)
 	if len(cmds) > 0 {
 		f.changed.Store(l.Index)
 	}

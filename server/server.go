@@ -270,7 +270,6 @@ func New(opts Options, b Backend) (*Server, error) {
 	commandTable()
 	s := &Server{opts: opts, backend: b, clients: map[int64]*session{}, start: time.Now(), stop: make(chan struct{}),
 		refusing: make(chan struct{}, maxRefusing), statShards: newStatShards()}
-	s.parkers.jobs = make(chan *session)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.maxMemory.Store(opts.MaxMemory)
 	s.hz.Store(clampHz(int64(time.Second / opts.ExpireInterval)))
@@ -421,6 +420,7 @@ func (s *Server) Close() error {
 	if loops != nil {
 		loops.Stop()
 	}
+	s.parkers.stop()
 	return err
 }
 
