@@ -54,7 +54,14 @@ const (
 	maxBatch         = 4096
 	maxInflight      = 16
 	maxInflightBytes = 16 << 20
+	// raftMaxAppend is Raft's MaxAppendEntries, and with BatchApplyCh
+	// the room in its queue of proposals, which only the batcher fills.
+	raftMaxAppend = 256
 )
+
+// The batcher's entries always fit Raft's queue: handing one over never
+// waits, so it needs no timer (see batcher).
+var _ [raftMaxAppend - maxInflight]struct{}
 
 // inflight counts the bytes of entries handed to Raft and not yet applied.
 type inflight struct {
@@ -196,7 +203,10 @@ func (n *Node) batcher() {
 		}
 		n.stages.proposed.Add(1)
 		n.stages.batched.Add(uint64(cmds))
-		fut := n.raft.Apply(data, n.opts.WriteTimeout)
+		// No enqueue timeout (a timer per entry): Raft's queue has room
+		// for every entry in flight, so the hand-over cannot wait, and
+		// ErrEnqueueTimeout could not come.
+		fut := n.raft.Apply(data, 0)
 		finished <- inflightEntry{fut, batch, len(data)}
 	}
 }
