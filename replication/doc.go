@@ -25,8 +25,8 @@
 // (O(1); the cut is written beside Apply, keyspace.Cut) and from snapshot
 // installs; fsm.cutMu and fsm.flushMu order image writes; readers never
 // lock; the
-// leader's lease holders sit behind holders.mu, taken once per write batch
-// and per message to a holder.
+// leader's lease holders sit behind holders.mu, taken by a write only
+// while a follower holds a lease, and per message to a holder.
 //
 // Trade-offs: leases save a heartbeat round per read batch on the leader,
 // and a request to the leader per read batch on a follower, and trust the

@@ -62,9 +62,9 @@ type fsm struct {
 	// a new leader's first entry, membership), so a read needs nothing
 	// past it. Stored before applied.
 	changed atomic.Uint64
-	// applying is when the entry being applied started (Unix ns), 0 when
-	// none is: a write waiting on a long entry knows the log is moving.
-	applying atomic.Int64
+	// applying: an entry is being applied; a write waiting on a long
+	// entry knows the log is moving.
+	applying atomic.Bool
 	// logTally counts the log since the latest snapshot, and lastEntry
 	// is when the latest entry arrived (Unix ns).
 	logTally
@@ -86,12 +86,15 @@ type fsm struct {
 	haltOnce sync.Once
 
 	wmu      sync.Mutex
-	advance  chan struct{}            // closed and replaced whenever applied moves
+	advance  chan struct{}            // closed and replaced whenever applied moves, once taken
 	syncLog  func() error             // forces the raft log to disk before an image write
 	stages   *stageTimes              // when each entry is applied (stages.go); nil in tests
 	onConfig func(raft.Configuration) // told every committed membership
 	onHalt   func(error)              // told once, when the state machine halts
 	onDisk   func(fault, error)       // told how each write to disk went
+	// advanceTaken (under wmu): advanceCh handed advance out since it was
+	// made; an index applied with no one waiting costs no new channel.
+	advanceTaken bool
 	// installed and refused count the snapshots Restore installed and
 	// those it refused as damaged, for INFO persistence.
 	installed, refused atomic.Uint64
@@ -164,8 +167,10 @@ func (f *fsm) quiet() bool {
 func (f *fsm) setApplied(i uint64) {
 	f.applied.Store(i)
 	f.wmu.Lock()
-	close(f.advance)
-	f.advance = make(chan struct{})
+	if f.advanceTaken {
+		close(f.advance)
+		f.advance, f.advanceTaken = make(chan struct{}), false
+	}
 	f.wmu.Unlock()
 }
 
@@ -173,6 +178,7 @@ func (f *fsm) setApplied(i uint64) {
 func (f *fsm) advanceCh() <-chan struct{} {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
+	f.advanceTaken = true
 	return f.advance
 }
 
@@ -197,7 +203,7 @@ func (f *fsm) waitApplied(ctx context.Context, i uint64) error {
 }
 
 // busy reports whether an entry is being applied right now.
-func (f *fsm) busy() bool { return f.applying.Load() != 0 }
+func (f *fsm) busy() bool { return f.applying.Load() }
 
 // readIndex narrows a commit index to what a read must wait for: when
 // everything up to it is applied here, the latest entry that changed
@@ -261,7 +267,7 @@ func (f *fsm) apply(l *raft.Log) any {
 		f.stop(l.Index, err)
 		return nil
 	}
-	f.applying.Store(time.Now().UnixNano())
+	f.applying.Store(true)
 	out := make([]keyspace.Result, len(cmds))
 	f.mu.Lock()
 	ks := f.ks.Load()
@@ -281,7 +287,7 @@ func (f *fsm) apply(l *raft.Log) any {
 	}
 	f.inKS = l.Index
 	f.mu.Unlock()
-	f.applying.Store(0)
+	f.applying.Store(false)
 	if len(cmds) > 0 {
 		f.changed.Store(l.Index)
 	}

@@ -37,13 +37,21 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// entrySum is the checksum of what an entry means.
+// entrySum is the checksum of what an entry means: the CRC-32C of its
+// index and term (little-endian), type and data.
 func entrySum(l *raft.Log) uint32 {
-	var h [17]byte
-	binary.LittleEndian.PutUint64(h[:], l.Index)
-	binary.LittleEndian.PutUint64(h[8:], l.Term)
-	h[16] = byte(l.Type)
-	return crc32.Update(crc32.Update(0, crcTable, h[:]), crcTable, l.Data)
+	// The 17 bytes before the data, a byte at a time from the table: the
+	// array crc32.Update is given escapes, an allocation per entry stored
+	// and another per entry applied.
+	crc := ^uint32(0)
+	for i := range 8 {
+		crc = crcTable[byte(crc)^byte(l.Index>>(8*i))] ^ crc>>8
+	}
+	for i := range 8 {
+		crc = crcTable[byte(crc)^byte(l.Term>>(8*i))] ^ crc>>8
+	}
+	crc = crcTable[byte(crc)^byte(l.Type)] ^ crc>>8
+	return crc32.Update(^crc, crcTable, l.Data)
 }
 
 // errDamaged: a log entry does not match its checksum.

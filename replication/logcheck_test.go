@@ -1,7 +1,9 @@
 package replication
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
@@ -71,5 +73,20 @@ func TestCheckedStore(t *testing.T) {
 	f.apply(&marked)
 	if f.halt.Load() == nil || f.applied.Load() != 0 {
 		t.Fatalf("a damaged entry applied: halt %v, applied %d", f.halt.Load(), f.applied.Load())
+	}
+}
+
+// TestEntrySumFormula: the checksum is the CRC-32C of the index and term
+// (little-endian), the type and the data, as stored entries carry it.
+func TestEntrySumFormula(t *testing.T) {
+	for _, l := range []raft.Log{{}, {Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("x")},
+		{Index: 1<<64 - 1, Term: 0x0102030405060708, Type: raft.LogConfiguration, Data: make([]byte, 1000)}} {
+		h := binary.LittleEndian.AppendUint64(nil, l.Index)
+		h = binary.LittleEndian.AppendUint64(h, l.Term)
+		h = append(h, byte(l.Type))
+		want := crc32.Checksum(append(h, l.Data...), crc32.MakeTable(crc32.Castagnoli))
+		if got := entrySum(&l); got != want {
+			t.Fatalf("entrySum(%d, %d, %v, %d bytes) = %#x, want %#x", l.Index, l.Term, l.Type, len(l.Data), got, want)
+		}
 	}
 }

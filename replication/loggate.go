@@ -3,7 +3,6 @@ package replication
 import (
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -51,16 +50,25 @@ func (s *loggedStore) StoreLog(l *raft.Log) error {
 func (s *loggedStore) StoreLogs(l []*raft.Log) error {
 	s.begin()
 	defer s.end()
-	began := time.Now().UnixNano()
+	began := stageNow()
 	err := s.LogStore.StoreLogs(l)
 	if err == nil && len(l) > 0 && s.stages != nil {
-		s.stages.storing(l[0].Index, l[len(l)-1].Index, began, time.Now().UnixNano())
+		s.stages.storing(l[0].Index, l[len(l)-1].Index, began, stageNow())
 	}
-	var damaged *damagedError
-	if !errors.As(err, &damaged) { // an entry damaged on its way is the sender's, not this disk's
+	if !isDamaged(err) { // an entry damaged on its way is the sender's, not this disk's
 		s.disk.report(faultLog, err)
 	}
 	return err
+}
+
+// isDamaged reports whether err is a damagedError. Its own function: the
+// target errors.As is given escapes, and each log write paid for it.
+func isDamaged(err error) bool {
+	if err == nil {
+		return false
+	}
+	var damaged *damagedError
+	return errors.As(err, &damaged)
 }
 
 func (s *loggedStore) begin() {

@@ -511,8 +511,8 @@ func (n *Node) startRaft() error {
 	cfg.ElectionTimeout = o.ElectionTimeout
 	cfg.LeaderLeaseTimeout = o.HeartbeatTimeout / 2
 	cfg.CommitTimeout = 5 * time.Millisecond
-	cfg.MaxAppendEntries = 256
-	cfg.BatchApplyCh = true
+	cfg.MaxAppendEntries = raftMaxAppend
+	cfg.BatchApplyCh = true // Raft's queue of proposals holds MaxAppendEntries (see batcher)
 	existing, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
@@ -49,8 +50,11 @@ type holders struct {
 	// knows it.
 	tell func(id string, index uint64) error
 
-	mu      sync.Mutex
-	m       map[string]*holder
+	mu sync.Mutex
+	m  map[string]*holder
+	// held is len(m), for a write to see without the lock that there is
+	// no holder to wait for (the rule, not the exception).
+	held    atomic.Int32
 	refuse  map[string]time.Time // no lease for these until then
 	changed chan struct{}        // closed and replaced whenever a holder changes
 }
@@ -81,6 +85,7 @@ func (h *holders) grant(id string, until time.Time) bool {
 	if x == nil {
 		x = &holder{}
 		h.m[id] = x
+		h.held.Store(int32(len(h.m)))
 	}
 	if until.After(x.until) {
 		x.until = until
@@ -122,17 +127,26 @@ func (h *holders) count() int {
 
 // wait returns once every follower holding a lease knows that index i is
 // committed, or its lease has ended; context.DeadlineExceeded after
-// deadline. The deadline is a time, not a context's: most writes find no
-// holder to wait for, and a timeout context per write cost a timer and
-// the parent context's lock, shared by every connection.
-func (h *holders) wait(ctx context.Context, i uint64, deadline time.Time) error {
+// longest. The deadline is a duration, not a context's, and counts from
+// the first holder found: most writes find no holder to wait for, and a
+// timeout context per write cost a timer and the parent context's lock,
+// shared by every connection; a clock read, the lock, little.
+func (h *holders) wait(ctx context.Context, i uint64, longest time.Duration) error {
+	if h.held.Load() == 0 {
+		return nil // a grant after this load is one after the commit was checked
+	}
+	var deadline time.Time
 	for {
 		h.mu.Lock()
 		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(longest)
+		}
 		var first time.Time
 		for id, x := range h.m {
 			if !now.Before(x.until) {
 				delete(h.m, id)
+				h.held.Store(int32(len(h.m)))
 				continue
 			}
 			if x.told >= i {

@@ -32,14 +32,14 @@ func TestHoldersWait(t *testing.T) {
 	f := &fakeFollowers{down: map[string]bool{}, told: map[string][]uint64{}, release: make(chan struct{})}
 	h := newHolders(f.tell)
 	ctx := context.Background()
-	if err := h.wait(ctx, 10, time.Now().Add(time.Minute)); err != nil {
+	if err := h.wait(ctx, 10, time.Minute); err != nil {
 		t.Fatalf("no holders: %v", err)
 	}
 
 	// A holder must be told of index 10 before a write at 10 returns.
 	h.grant("b", time.Now().Add(time.Minute))
 	done := make(chan error, 3)
-	go func() { done <- h.wait(ctx, 10, time.Now().Add(time.Minute)) }()
+	go func() { done <- h.wait(ctx, 10, time.Minute) }()
 	waitWant(t, h, "b", 10)
 	select {
 	case err := <-done:
@@ -47,8 +47,8 @@ func TestHoldersWait(t *testing.T) {
 	default:
 	}
 	// Writes that arrive meanwhile share the next message.
-	go func() { done <- h.wait(ctx, 11, time.Now().Add(time.Minute)) }()
-	go func() { done <- h.wait(ctx, 12, time.Now().Add(time.Minute)) }()
+	go func() { done <- h.wait(ctx, 11, time.Minute) }()
+	go func() { done <- h.wait(ctx, 12, time.Minute) }()
 	waitWant(t, h, "b", 12)
 	close(f.release)
 	for i := 0; i < 3; i++ {
@@ -66,7 +66,7 @@ func TestHoldersWait(t *testing.T) {
 	}
 	// What it was told stays told, across a renewal too.
 	h.grant("b", time.Now().Add(2*time.Minute))
-	if err := h.wait(ctx, 12, time.Now().Add(time.Minute)); err != nil {
+	if err := h.wait(ctx, 12, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 
@@ -77,7 +77,7 @@ func TestHoldersWait(t *testing.T) {
 	f.mu.Unlock()
 	h.grant("c", time.Now().Add(50*time.Millisecond))
 	began := time.Now()
-	if err := h.wait(ctx, 20, time.Now().Add(time.Minute)); err != nil {
+	if err := h.wait(ctx, 20, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(began); waited < 30*time.Millisecond {
@@ -95,10 +95,10 @@ func TestHoldersWait(t *testing.T) {
 	f.down["b"] = true
 	f.mu.Unlock()
 	h.grant("b", time.Now().Add(time.Minute))
-	if err := h.wait(short, 30, time.Now().Add(time.Minute)); err == nil {
+	if err := h.wait(short, 30, time.Minute); err == nil {
 		t.Fatal("returned although follower b, still holding a lease, was never told of 30")
 	}
-	if err := h.wait(ctx, 30, time.Now().Add(10*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := h.wait(ctx, 30, 10*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past its deadline, with b still holding a lease: %v, want the deadline", err)
 	}
 }

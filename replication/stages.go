@@ -112,7 +112,7 @@ type stageTimes struct {
 // ever in flight (maxInflight).
 const recentEntries = 1024
 
-// entryTimes is one entry's times, Unix ns, for index.
+// entryTimes is one entry's times (stageNow), for index.
 type entryTimes struct {
 	index                                 atomic.Uint64
 	storeBegan, stored, applying, applied atomic.Int64
@@ -146,13 +146,21 @@ func (st *stageTimes) applyAt(index uint64, done bool) {
 		return
 	}
 	if done {
-		e.applied.Store(time.Now().UnixNano())
+		e.applied.Store(stageNow())
 	} else {
-		e.applying.Store(time.Now().UnixNano())
+		e.applying.Store(stageNow())
 	}
 }
 
-// proposalTimes are one proposal's own times, Unix ns.
+// stageEpoch and stageNow time the stages on the monotonic clock alone:
+// time.Now reads the wall clock too, and the write path reads the clock a
+// few times per write.
+var stageEpoch = time.Now()
+
+// stageNow is nanoseconds since stageEpoch, from 1 (0 is a time not known).
+func stageNow() int64 { return int64(time.Since(stageEpoch)) + 1 }
+
+// proposalTimes are one proposal's own times (stageNow).
 type proposalTimes struct {
 	queued, taken, closed, handed, woke, got int64
 }

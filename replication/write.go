@@ -16,6 +16,21 @@ type proposal struct {
 	cmds []*command.Cmd
 	done chan proposed
 	t    proposalTimes // stages.go
+	// timer is the proposer's (patient), kept with the proposal.
+	timer *time.Timer
+}
+
+// proposalPool keeps proposals, with their channel and timer, from one
+// write to the next: at pipeline depth 1 every request is a proposal, and
+// each was three allocations and a timer's. A proposal goes back only once
+// its result was received: one given up on may still be answered.
+var proposalPool = sync.Pool{New: func() any { return &proposal{done: make(chan proposed, 1)} }}
+
+// inflightEntry is an entry handed to Raft, for the finisher.
+type inflightEntry struct {
+	fut   raft.ApplyFuture
+	batch []*proposal
+	size  int
 }
 
 type proposed struct {
@@ -39,7 +54,14 @@ const (
 	maxBatch         = 4096
 	maxInflight      = 16
 	maxInflightBytes = 16 << 20
+	// raftMaxAppend is Raft's MaxAppendEntries, and with BatchApplyCh
+	// the room in its queue of proposals, which only the batcher fills.
+	raftMaxAppend = 256
 )
+
+// The batcher's entries always fit Raft's queue: handing one over never
+// waits, so it needs no timer (see batcher).
+var _ [raftMaxAppend - maxInflight]struct{}
 
 // inflight counts the bytes of entries handed to Raft and not yet applied.
 type inflight struct {
@@ -48,20 +70,22 @@ type inflight struct {
 	bytes int
 }
 
-// acquire waits until n more bytes fit (or nothing else is in flight).
-func (f *inflight) acquire(n int, stop <-chan struct{}) bool {
+// acquire waits until n more bytes fit (or nothing else is in flight);
+// waited says it had to.
+func (f *inflight) acquire(n int, stop <-chan struct{}) (ok, waited bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.bytes > 0 && f.bytes+n > maxInflightBytes {
 		select {
 		case <-stop:
-			return false
+			return false, waited
 		default:
 		}
+		waited = true
 		f.cond.Wait()
 	}
 	f.bytes += n
-	return true
+	return true, waited
 }
 
 // held reports the bytes in flight.
@@ -88,6 +112,20 @@ func (n *Node) batcher() {
 	bytes := &n.inflight
 	bytes.cond = sync.NewCond(&bytes.mu)
 	go func() { <-n.stop; bytes.cond.Broadcast() }()
+	// One goroutine answers the entries in flight, in the order they were
+	// handed over, which is the order Raft resolves them in (it commits
+	// and applies in index order; a failed one resolves no later than
+	// those before it): a goroutine per entry cost its start and its
+	// stack's growth.
+	finished := make(chan inflightEntry, maxInflight) // a slot is held for each
+	defer close(finished)
+	go func() {
+		for e := range finished {
+			finish(e.fut, e.batch)
+			bytes.release(e.size)
+			<-slots
+		}
+	}()
 	// Each proposal is encoded as it joins, while the log is busy with the
 	// entry before, so the entry is ready the moment the log is free.
 	var enc command.Encoder
@@ -97,7 +135,7 @@ func (n *Node) batcher() {
 		case <-n.stop:
 			return
 		case p = <-n.proposals:
-			p.t.taken = time.Now().UnixNano()
+			p.t.taken = stageNow()
 		case <-n.nudges:
 			// An entry that commits must reach the followers now, not at
 			// Raft's next idle tick: any entry appended after it carries
@@ -139,21 +177,25 @@ func (n *Node) batcher() {
 			if q == nil {
 				break
 			}
-			q.t.taken = time.Now().UnixNano()
+			q.t.taken = stageNow()
 			batch = append(batch, q)
 			for _, c := range q.cmds {
 				enc.Add(c)
 			}
 		}
 		data := enc.Entry()
-		closed := time.Now().UnixNano()
-		if !bytes.acquire(len(data), n.stop) {
+		closed := stageNow()
+		handed := closed
+		ok, waited := bytes.acquire(len(data), n.stop)
+		if !ok {
 			for _, q := range batch {
 				q.done <- proposed{err: command.ErrNoLeader}
 			}
 			return
 		}
-		handed := time.Now().UnixNano()
+		if waited {
+			handed = stageNow()
+		}
 		cmds := 0
 		for _, q := range batch {
 			q.t.closed, q.t.handed = closed, handed
@@ -161,12 +203,11 @@ func (n *Node) batcher() {
 		}
 		n.stages.proposed.Add(1)
 		n.stages.batched.Add(uint64(cmds))
-		fut := n.raft.Apply(data, n.opts.WriteTimeout)
-		go func(size int) {
-			finish(fut, batch)
-			bytes.release(size)
-			<-slots
-		}(len(data))
+		// No enqueue timeout (a timer per entry): Raft's queue has room
+		// for every entry in flight, so the hand-over cannot wait, and
+		// ErrEnqueueTimeout could not come.
+		fut := n.raft.Apply(data, 0)
+		finished <- inflightEntry{fut, batch, len(data)}
 	}
 }
 
@@ -256,7 +297,7 @@ func (n *Node) snapshotAsync() {
 
 func finish(fut raft.ApplyFuture, batch []*proposal) {
 	err := mapRaftError(fut.Error())
-	woke := time.Now().UnixNano()
+	woke := stageNow()
 	for _, q := range batch {
 		q.t.woke = woke
 	}
@@ -304,30 +345,63 @@ func (n *Node) propose(ctx context.Context, cmds []*command.Cmd) (uint64, []keys
 			return 0, nil, err
 		}
 	}
-	p := &proposal{cmds: cmds, done: make(chan proposed, 1), t: proposalTimes{queued: time.Now().UnixNano()}}
-	t := time.NewTimer(n.opts.WriteTimeout)
-	defer t.Stop()
-	select {
-	case n.proposals <- p:
-	case <-t.C:
-		return 0, nil, command.ErrNotAccepted
-	case <-ctx.Done():
-		return 0, nil, command.ErrNotAccepted
-	case <-n.stop:
-		return 0, nil, command.ErrNoLeader
+	p := proposalPool.Get().(*proposal)
+	p.cmds, p.t = cmds, proposalTimes{queued: stageNow()}
+	t := p.timer
+	if t == nil {
+		t = time.NewTimer(n.opts.WriteTimeout)
+		p.timer = t
+	} else {
+		t.Reset(n.opts.WriteTimeout) // stopped: no stale tick (Go 1.23 timers)
 	}
-	var r proposed
-	if err := n.patient(ctx, t, func() <-chan struct{} { return nil }, p.done, &r); err != nil {
+	var err error
+	select {
+	case <-n.stop:
+		err = command.ErrNoLeader // the batcher is gone: nothing would take it
+	default:
+		// Two selects of one case each, not one of four: the queue has
+		// room (the rule), and a select locks every channel it names.
+		select {
+		case n.proposals <- p:
+		default:
+			select {
+			case n.proposals <- p:
+			case <-t.C:
+				err = command.ErrNotAccepted
+			case <-ctx.Done():
+				err = command.ErrNotAccepted
+			case <-n.stop:
+				err = command.ErrNoLeader
+			}
+		}
+	}
+	if err != nil {
+		t.Stop()
+		p.cmds = nil
+		proposalPool.Put(p) // never queued: nothing will answer it
 		return 0, nil, err
 	}
-	p.t.got = time.Now().UnixNano()
+	var r proposed
+	err = n.patient(ctx, t, func() <-chan struct{} { return nil }, p.done, &r)
+	t.Stop()
+	if err != nil {
+		return 0, nil, err // p stays out of the pool: its answer may come
+	}
+	pt := p.t
+	pt.got = stageNow()
+	p.cmds = nil
+	proposalPool.Put(p)
 	if r.err == nil && len(cmds) > 0 {
 		// Followers holding read leases must know of the commit before
 		// the client does; that wait ends with their leases at the latest.
-		if err := n.holders.wait(ctx, r.index, time.Now().Add(2*n.leaseTerm()+time.Second)); err != nil {
-			return 0, nil, command.ErrLeadershipLost
+		end := pt.got
+		if n.holders.held.Load() != 0 {
+			if err := n.holders.wait(ctx, r.index, 2*n.leaseTerm()+time.Second); err != nil {
+				return 0, nil, command.ErrLeadershipLost
+			}
+			end = stageNow()
 		}
-		n.stages.record(&p.t, r.index, time.Now().UnixNano())
+		n.stages.record(&pt, r.index, end)
 	}
 	return r.index, r.results, r.err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/bfserver/bfserver/internal/evloop"
@@ -30,9 +31,71 @@ func (h loopHandler) Traffic(c *evloop.Conn, in []byte, n int) (int, evloop.Acti
 	return c.Context.(*session).traffic(in, n)
 }
 
-func (h loopHandler) Parked(c *evloop.Conn) { go c.Context.(*session).parked() }
+func (h loopHandler) Parked(c *evloop.Conn) { h.s.parkers.serve(c.Context.(*session)) }
 
 func (h loopHandler) Closed(c *evloop.Conn) { c.Context.(*session).ended() }
+
+// parkers are the goroutines that serve parked connections, each one after
+// another: a goroutine started per park (a write through the log, at
+// pipeline depth 1 every request) cost its start, and then the copies of
+// its stack as it grew to what a write needs, every time. An idle one
+// waits on a channel of its own: a select on a shared stop channel too
+// locked that channel for every park.
+type parkers struct {
+	mu      sync.Mutex
+	idle    []*parker
+	stopped bool
+}
+
+type parker struct{ next chan *session } // nil: stop
+
+// maxIdleParkers bounds the parkers kept waiting for work: more than
+// the connections that write at once are never needed, and a burst's
+// extra ones end.
+const maxIdleParkers = 256
+
+// serve hands s to an idle parker, or to a new one; it never waits.
+func (ps *parkers) serve(s *session) {
+	ps.mu.Lock()
+	var p *parker
+	if n := len(ps.idle); n > 0 {
+		p = ps.idle[n-1]
+		ps.idle[n-1] = nil
+		ps.idle = ps.idle[:n-1]
+	}
+	ps.mu.Unlock()
+	if p == nil {
+		p = &parker{next: make(chan *session, 1)}
+		go ps.work(p, s)
+		return
+	}
+	p.next <- s // room for one: p takes nothing else until it is idle again
+}
+
+func (ps *parkers) work(p *parker, s *session) {
+	for s != nil {
+		s.parked()
+		ps.mu.Lock()
+		if ps.stopped || len(ps.idle) >= maxIdleParkers {
+			ps.mu.Unlock()
+			return
+		}
+		ps.idle = append(ps.idle, p)
+		ps.mu.Unlock()
+		s = <-p.next
+	}
+}
+
+// stop ends the idle parkers, and those that finish from now on.
+func (ps *parkers) stop() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.stopped = true
+	for _, p := range ps.idle {
+		close(p.next)
+	}
+	ps.idle = nil
+}
 
 // adopt hands a plain TCP connection to an event loop.
 func (s *Server) adopt(nc net.Conn) {

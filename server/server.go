@@ -256,6 +256,7 @@ type Server struct {
 	// the loops too.
 	loops        *evloop.Group
 	inlineWrites bool
+	parkers      parkers // serve the loops' parked connections
 	// statShards are the commands' counters (INFO commandstats, metrics):
 	// per shard (stats.go), by ACL id.
 	statShards [][]cmdStats
@@ -419,6 +420,7 @@ func (s *Server) Close() error {
 	if loops != nil {
 		loops.Stop()
 	}
+	s.parkers.stop()
 	return err
 }
 

@@ -86,10 +86,19 @@ type Conn struct {
 	// loop ignores its readiness (edge-triggered: the edges it misses are
 	// made up for on Resume). Set by the loop, cleared by the owner.
 	parked atomic.Bool
+	// missed: the socket may hold input, or an end, that the loop has not
+	// seen and no edge will report again: one came while the connection
+	// was parked, or it was parked before its input was read to the end.
+	// Whichever of the loop and Resume swaps it back takes it up, so
+	// Resume need not ask the socket (a system call per parked write).
+	missed atomic.Bool
 
 	// loop-only state
 	closed     bool
 	endOnDrain bool // close once out is written (Action Close with output pending)
+	// drained: the last read found the socket empty (a short read), and
+	// no edge has come since.
+	drained bool
 }
 
 // Start runs o.Loops event loops for h.
@@ -235,25 +244,11 @@ func (c *Conn) Consume(n int, fresh bool) {
 func (c *Conn) Resume() {
 	out := len(c.out) > 0 || len(c.in) > 0 // output to write, or input left to run
 	c.parked.Store(false)                  // the loop owns it from here: no more of c's buffers
-	// closing is read after the store: a Close the loop ignored while the
-	// connection was parked is seen here, and one after it finds it not
-	// parked.
-	if out || c.closing.Load() || pending(c.fd) {
+	// closing and missed are read after the store: a Close or an edge the
+	// loop ignored while the connection was parked is seen here, and one
+	// after it finds it not parked (see loop.missedEdge).
+	if out || c.closing.Load() || c.missed.Swap(false) {
 		c.l.post(request{kind: reqResume, c: c})
-	}
-}
-
-// pending reports whether the socket has input to read (a peek, which
-// takes nothing). A descriptor the loop closed meanwhile, or one reused
-// by then, asks at worst for a resume the loop finds nothing to do for.
-func pending(fd int) bool {
-	var b [1]byte
-	for {
-		n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		if err == unix.EINTR {
-			continue
-		}
-		return n > 0 || err != nil && err != unix.EAGAIN // input, or an end to see
 	}
 }
 
@@ -381,7 +376,11 @@ func (l *loop) run() {
 				continue
 			}
 			c := l.conns[fd]
-			if c == nil || c.closed || c.parked.Load() {
+			if c == nil || c.closed {
+				continue
+			}
+			if c.parked.Load() {
+				l.missedEdge(c, ev.Events)
 				continue
 			}
 			l.event(c, ev.Events)
@@ -421,6 +420,7 @@ func (l *loop) handle(r request) bool {
 			l.close(c)
 			return false
 		}
+		c.drained = false // perhaps resumed for an edge missed while parked
 		if len(c.in) > 0 && len(c.out) == 0 {
 			// Input the owner left: the handler sees it again before
 			// anything new is read (n = 0: nothing just read).
@@ -460,10 +460,28 @@ func (l *loop) handle(r request) bool {
 	return l.stopping && len(l.conns) == 0
 }
 
+// missedEdge notes an edge of a parked connection, which the loop lets
+// pass: Resume makes up for it. The store comes before the second look
+// at parked, and Resume's store of parked before its swap of missed, so
+// whichever of the two comes second sees the other's: a Resume that
+// missed the flag left the connection to the loop, which serves it here.
+func (l *loop) missedEdge(c *Conn, ev uint32) {
+	if ev&^unix.EPOLLOUT == 0 {
+		return // room in the socket: its owner writes, and waits for nothing
+	}
+	c.missed.Store(true)
+	if !c.parked.Load() && c.missed.Swap(false) {
+		c.drained = false
+		l.serve(c)
+	}
+}
+
 // event serves readiness of a connection the loop holds. An edge says
 // something changed; what the connection can do now, serve works out.
 func (l *loop) event(c *Conn, ev uint32) {
-	if ev&^unix.EPOLLOUT == 0 && len(c.out) == 0 {
+	if ev&^unix.EPOLLOUT != 0 {
+		c.drained = false
+	} else if len(c.out) == 0 {
 		return // room in the socket, and nothing to write
 	}
 	l.serve(c)
@@ -530,11 +548,14 @@ func (l *loop) read(c *Conn) bool {
 	}
 	if n <= 0 {
 		if err == unix.EAGAIN {
+			c.drained = true
 			return false
 		}
 		l.close(c) // end of stream, or a reset
 		return false
 	}
+	// A short read took all there was; what comes after it brings an edge.
+	c.drained = n < len(buf)
 
 	var data []byte
 	if shared {
@@ -595,6 +616,9 @@ func (l *loop) after(c *Conn, act Action) {
 		}
 		c.endOnDrain = true // the socket's next edge writes the rest, then closes
 	case Park:
+		// Input the loop did not read to the end brings no new edge:
+		// Resume must hand it back to the loop.
+		c.missed.Store(!c.drained)
 		c.parked.Store(true)
 		l.g.h.Parked(c)
 	}

@@ -469,3 +469,31 @@ func TestParkStress(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestResumeAfterFullRead: a connection parked by a read that filled the
+// loop's buffer, with more input still in the socket and no edge to come
+// for it, is read on once resumed although its owner left no input.
+func TestResumeAfterFullRead(t *testing.T) {
+	_, addr := start(t, &lines{}, Options{Loops: 1, ReadSize: 64})
+	c := dial(t, addr)
+	first := strings.Repeat("x", 64-len("park\n")-1) + "\n"
+	c.send(t, first+"park\ntail\n") // the first read takes exactly up to park
+	c.expect(t, first[:len(first)-1], "parked", "tail")
+}
+
+// TestInputWhileParked: input that arrives while its connection is
+// parked (its edge let pass by the loop) is answered once resumed.
+func TestInputWhileParked(t *testing.T) {
+	h := &lines{release: make(chan struct{})}
+	_, addr := start(t, h, Options{Loops: 1})
+	c := dial(t, addr)
+	for i := range 50 {
+		c.send(t, "park\n")
+		for h.parked.Load() != int64(i+1) {
+			time.Sleep(time.Millisecond)
+		}
+		c.send(t, fmt.Sprintf("after%d\n", i))
+		h.release <- struct{}{}
+		c.expect(t, "parked", fmt.Sprintf("after%d", i))
+	}
+}
