@@ -6,11 +6,12 @@
 // load while a probe client (one connection, one command at a time) times
 // every BF.ADD reply, across at least -flushes flushes and one snapshot
 // (BGSAVE); it prints the longest write, p99.9, p99, the errors (TRYAGAIN
-// among them), the flushes seen and the peak RSS.
+// among them), the flushes seen and the peak RSS (for the large scenario,
+// against the filter's bytes and docs/OPERATIONS.md's bound).
 //
 //	go run ./bench/stall                       # both scenarios, built ./cmd/bfserver and RedisBloom
 //	go run ./bench/stall -scenario small       # 1,000,000 small filters (BF.ADD tenant:N x)
-//	go run ./bench/stall -scenario large       # one fully dirty 1 GiB filter
+//	go run ./bench/stall -scenario large       # one fully dirty filter of 1 GiB of bits (1,178 MiB as RedisBloom sizes it)
 //	go run ./bench/stall -rate half            # the steady phase at half the measured durable throughput
 //	go run ./bench/stall -nodes 3 -rate half -redisbloom ''   # a 3-node cluster, probed through leader and follower
 //	go run ./bench/stall -scenario window -redisbloom ''   # one large sliding window (bfserver only)
@@ -298,6 +299,40 @@ func (s *server) memKB(field string) int64 {
 	return 0
 }
 
+// memLine is the peak RSS, and for the scenarios of one large array
+// against S, the filter's bytes (MEMORY USAGE: the array
+// RedisBloom's sizing gives, not -large-bytes) and docs/OPERATIONS.md's
+// bound of 1.1 × S + 64 MiB.
+func (s *server) memLine(c *redis.Client, sc string) string {
+	peak := s.memKB("VmHWM") << 10
+	line := fmt.Sprintf("peak RSS %d MiB", peak>>20)
+	ctx := context.Background()
+	var size int64
+	switch sc {
+	case "large":
+		size = filterSize(c)
+	case "window":
+		size, _ = c.Do(ctx, "MEMORY", "USAGE", "win").Int64()
+	}
+	if size <= 0 {
+		return line
+	}
+	bound := size + size/10 + 64<<20
+	verdict := "within"
+	if peak > bound {
+		verdict = "over"
+	}
+	return fmt.Sprintf("%s = %.3f × S (S = %d MiB, the filter's bytes); %s the bound 1.1 × S + 64 MiB = %d MiB",
+		line, float64(peak)/float64(size), size>>20, verdict, bound>>20)
+}
+
+// filterSize is the large scenario's filter's bytes (MEMORY USAGE: its
+// array and a few bytes of header, on either server).
+func filterSize(c *redis.Client) int64 {
+	n, _ := c.Do(context.Background(), "MEMORY", "USAGE", "big").Int64()
+	return n
+}
+
 // info reads one INFO field, "" when absent.
 func (s *server) info(c *redis.Client, field string) string {
 	txt, err := c.Info(context.Background(), "persistence").Result()
@@ -542,7 +577,7 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 		// (store) and the state machine (fsm_apply) above all.
 		printStages(c, "")
 	}
-	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
+	fmt.Printf("   %s\n", s.memLine(c, sc))
 	return result{steady: steady}
 }
 
