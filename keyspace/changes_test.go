@@ -179,6 +179,27 @@ func walked(c *Cut) *Cut {
 	return c
 }
 
+// restoredAgainstOnce builds steps 0, 1 and 2 into two keyspaces: one
+// writes step 0, fails to write step 1 (its cut restored) and cuts after
+// step 2; the other writes step 0 and cuts once after step 2. It returns
+// what each last cut writes.
+func restoredAgainstOnce(build func(k *Keyspace, step int)) (got, want map[string]string) {
+	failed, once := New(), New()
+	failed.TrackChanges()
+	once.TrackChanges()
+	build(failed, 0)
+	build(once, 0)
+	walked(once.Cut())
+	walked(failed.Cut())
+	// Both wrote step 0. Now failed's cut of step 1 fails and is restored.
+	build(failed, 1)
+	walked(failed.Cut()).Restore()
+	build(failed, 2)
+	build(once, 1)
+	build(once, 2)
+	return chunksOfCut(failed.Cut()), chunksOfCut(once.Cut())
+}
+
 // TestCutRestore: a cut whose write failed and was restored is written by
 // the next cut, merged with what changed since, as if the two had been
 // one cut; a key replaced meanwhile is written whole.
@@ -193,20 +214,7 @@ func TestCutRestore(t *testing.T) {
 			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("c0")}})
 		}
 	}
-	failed, once := New(), New()
-	failed.TrackChanges()
-	once.TrackChanges()
-	build(failed, 0)
-	build(once, 0)
-	walked(once.Cut())
-	walked(failed.Cut())
-	// Both wrote step 0. Now failed's cut of step 1 fails and is restored.
-	build(failed, 1)
-	walked(failed.Cut()).Restore()
-	build(failed, 2)
-	build(once, 1)
-	build(once, 2)
-	got, want := chunksOfCut(failed.Cut()), chunksOfCut(once.Cut())
+	got, want := restoredAgainstOnce(build)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored cut writes %d records, one cut %d", len(got), len(want))
 	}
@@ -241,19 +249,7 @@ func TestCutRestoreInPlaceKeys(t *testing.T) {
 			k.Apply(&command.Cmd{Op: command.BFAdd, Key: key, Items: [][]byte{item}, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: capBytes})
 		}
 	}
-	failed, once := New(), New()
-	failed.TrackChanges()
-	once.TrackChanges()
-	build(failed, 0)
-	build(once, 0)
-	walked(once.Cut())
-	walked(failed.Cut())
-	build(failed, 1)
-	walked(failed.Cut()).Restore()
-	build(failed, 2)
-	build(once, 1)
-	build(once, 2)
-	got, want := chunksOfCut(failed.Cut()), chunksOfCut(once.Cut())
+	got, want := restoredAgainstOnce(build)
 	if len(want) < 300 {
 		t.Fatalf("the cut holds only %d records", len(want))
 	}
