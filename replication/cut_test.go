@@ -1,13 +1,16 @@
 package replication
 
 import (
+	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/persistence"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 )
 
@@ -114,5 +117,148 @@ func TestFlushBesideApply(t *testing.T) {
 	wg.Wait()
 	if !snapshotted {
 		t.Fatal("no snapshot was taken beside Apply")
+	}
+}
+
+// syncFailFS fails every file's sync while fail is set: a table being
+// committed then fails to commit.
+type syncFailFS struct {
+	vfs.FS
+	fail *atomic.Bool
+}
+
+func (fs syncFailFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil {
+		return nil, err
+	}
+	return syncFailFile{f, fs.fail}, nil
+}
+
+func (fs syncFailFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return syncFailFile{f, fs.fail}, nil
+}
+
+type syncFailFile struct {
+	vfs.File
+	fail *atomic.Bool
+}
+
+var errInjectedSync = errors.New("injected sync failure")
+
+func (f syncFailFile) Sync() error {
+	if f.fail.Load() {
+		return errInjectedSync
+	}
+	return f.File.Sync()
+}
+
+func (f syncFailFile) SyncData() error {
+	if f.fail.Load() {
+		return errInjectedSync
+	}
+	return f.File.SyncData()
+}
+
+func (f syncFailFile) SyncTo(n int64) (bool, error) {
+	if f.fail.Load() {
+		return false, errInjectedSync
+	}
+	return f.File.SyncTo(n)
+}
+
+// imageMatchesReplay checks that f's image is exactly the state a replay
+// of cutEntry to the index it records gives, and returns that index.
+func imageMatchesReplay(t *testing.T, f *fsm) uint64 {
+	t.Helper()
+	ks, at, err := f.store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := memFSM(t, nil)
+	for i := uint64(1); i <= at; i++ {
+		ref.Apply(cutEntry(i))
+	}
+	want, got := allDigests(ref.ks.Load()), allDigests(ks)
+	if len(got) != len(want) {
+		t.Fatalf("the image at %d holds %d keys, the replay %d", at, len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("the image at %d: key %s differs from the replay", at, k)
+		}
+	}
+	return at
+}
+
+// TestFailedCommitDoomsLaterCut: a flush's table fails to commit after
+// the next cut (a snapshot's) was taken. That cut
+// lacks the failed one's changes, so its table must not land either: the
+// image would record its index without them, and every snapshot sent from
+// it would carry the hole to followers. The image stays exactly the state
+// at the index it records, and the next flush brings it to the end.
+func TestFailedCommitDoomsLaterCut(t *testing.T) {
+	var fail atomic.Bool
+	store, err := persistence.Open(persistence.Options{Dir: "/img", FS: syncFailFS{vfs.NewMem(), &fail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	f := memFSM(t, store)
+	for i := uint64(1); i <= 100; i++ {
+		f.Apply(cutEntry(i))
+	}
+	// A flush has walked its cut and commits it (flush's steps)...
+	f.cutMu.Lock()
+	p1, err := f.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, cut1, err := f.write(p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.flushMu.Lock()
+	f.cutMu.Unlock()
+	// ... while entries apply and a snapshot takes and walks the next cut.
+	for i := uint64(101); i <= 200; i++ {
+		f.Apply(cutEntry(i))
+	}
+	f.cutMu.Lock()
+	p2, err := f.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if err := f.commit(t1, cut1, p1.gen); err == nil {
+		t.Fatal("the flush's table committed through a failing sync")
+	}
+	fail.Store(false)
+	f.flushMu.Unlock()
+	// The snapshot's cut is walked once the store lets it build a table
+	// (one at a time), then committed (snapshot.write's steps).
+	t2, cut2, err := f.write(p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.flushMu.Lock()
+	f.cutMu.Unlock()
+	err = f.commit(t2, cut2, p2.gen)
+	f.flushMu.Unlock()
+	if !errors.Is(err, errEarlierCommit) {
+		t.Fatalf("the snapshot's table, cut before the failed one was put back: %v, want %v", err, errEarlierCommit)
+	}
+	if at := imageMatchesReplay(t, f); at >= 100 {
+		t.Fatalf("the image records index %d", at)
+	}
+	if err := f.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if at := imageMatchesReplay(t, f); at != 200 {
+		t.Fatalf("after the next flush the image is at %d, want 200", at)
 	}
 }

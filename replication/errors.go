@@ -28,6 +28,9 @@ var (
 	errBadFrame = errors.New("malformed peer message")
 	// errSnapshotRunning: a snapshot is already being taken.
 	errSnapshotRunning = errors.New("a snapshot is already in progress")
+	// errEarlierCommit: an image table not committed because the table of
+	// a cut taken before it failed to commit (fsm.commit).
+	errEarlierCommit = errors.New("an earlier image table failed to commit")
 	// ErrNoBackupDir: BFBACKUP on a node given no backup directory
 	// (Options.BackupDir): it writes nowhere the operator did not allow.
 	ErrNoBackupDir = errors.New("no backup directory is configured: start the node with --backup-dir (backup-dir in a config file) to allow BFBACKUP")

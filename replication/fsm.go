@@ -42,9 +42,19 @@ type fsm struct {
 	// snapWaiting is set while a snapshot waits for cutMu, so that a
 	// flush that takes its cut meanwhile gives it up at once (lockCut).
 	snapWaiting atomic.Bool
-	ks          atomic.Pointer[keyspace.Keyspace]
-	store       *persistence.Store
-	log         *slog.Logger
+	// A cut's table commits with cutMu let go, so the next cut may be
+	// taken, and walked, before it is known whether that table landed.
+	// gen numbers the cuts taken (f.mu); a cut whose commit failed goes
+	// into restores (f.mu), put back into the change record when the next
+	// cut is taken (take: cutMu held, so no walk is swapping the records
+	// the restore merges into), and every cut taken before that failure
+	// and after the failed one, numbered below doomBelow (flushMu), lacks
+	// its changes: its table is not committed either (commit).
+	gen, doomBelow uint64
+	restores       []*keyspace.Cut
+	ks             atomic.Pointer[keyspace.Keyspace]
+	store          *persistence.Store
+	log            *slog.Logger
 	// persisted is the index the stored image covered at load: entries at
 	// or below it are already in the keyspace and must not apply twice
 	// (CF.ADD and CF.DEL are not idempotent).
@@ -409,6 +419,7 @@ func (f *fsm) flush() error {
 	}
 	t, cut, err := f.write(p)
 	f.walking.Store(nil)
+	gen := p.gen
 	if err != nil {
 		f.cutMu.Unlock()
 		if errors.Is(err, keyspace.ErrCutAborted) {
@@ -421,7 +432,7 @@ func (f *fsm) flush() error {
 	f.flushMu.Lock()
 	f.cutMu.Unlock()
 	defer f.flushMu.Unlock()
-	return f.commit(t, cut)
+	return f.commit(t, cut, gen)
 }
 
 // lockCut takes cutMu for a snapshot, on Raft's FSM goroutine, where
@@ -463,23 +474,11 @@ func (f *fsm) report(kind fault, err error) error {
 	return err
 }
 
-// cut writes the changes since the last cut into a table: take, then
-// write. Apply is excluded only while the cut is taken (keyspace.Cut: a
-// swap of the change record); the table is written from the state at the
-// cut with Apply going on, and the slow half (sync and ingest) is
-// commit's. The caller holds cutMu.
-func (f *fsm) cut() (*persistence.Table, *keyspace.Cut, error) {
-	p, err := f.take()
-	if err != nil {
-		return nil, nil, err
-	}
-	return f.write(p)
-}
-
 // pendingCut is a cut taken and not yet written: the keyspace's, and the
 // applied index and replicated metadata at the same point.
 type pendingCut struct {
 	cut     *keyspace.Cut
+	gen     uint64             // fsm.gen when it was taken
 	spill   *persistence.Spill // removed once the cut is written
 	applied uint64
 	extra   map[string][]byte
@@ -510,12 +509,19 @@ func (f *fsm) take() (*pendingCut, error) {
 	members, _ := json.Marshal(f.members)
 	voters, _ := json.Marshal(f.voters)
 	users, _ := json.Marshal(f.users.Users())
+	// Cuts whose tables failed to commit go back into the record first:
+	// this cut carries their changes.
+	for _, c := range f.restores {
+		c.Restore()
+	}
+	f.restores = nil
 	// The keyspace holds every entry up to inKS (set under mu); applied
 	// may be past it by entries that changed nothing in it, or behind it
 	// by the entry whose Apply just released mu.
 	cut := f.ks.Load().Cut()
 	spill.Attach(cut)
-	return &pendingCut{cut: cut, spill: spill, applied: max(f.applied.Load(), f.inKS),
+	f.gen++
+	return &pendingCut{cut: cut, gen: f.gen, spill: spill, applied: max(f.applied.Load(), f.inKS),
 		extra: map[string][]byte{membersKey: members, votersKey: voters, usersKey: users}}, nil
 }
 
@@ -546,16 +552,32 @@ func (f *fsm) noteCut(c *keyspace.Cut) {
 	f.cutSpills.Add(c.Spilled())
 }
 
-// commit makes a cut's table durable; if that fails, the cut goes back
-// into the change record.
-func (f *fsm) commit(t *persistence.Table, cut *keyspace.Cut) error {
+// commit makes a cut's table durable; the caller holds flushMu. If that
+// fails, the cut goes back into the change record (at the next take).
+// A cut taken while an earlier one's table was committing, when that
+// commit failed, lacks the earlier one's changes: committing its table
+// would record an index whose changes the image (and every snapshot sent
+// from it) lacks, so it goes back too.
+func (f *fsm) commit(t *persistence.Table, cut *keyspace.Cut, gen uint64) error {
+	if gen < f.doomBelow {
+		t.Abort()
+		f.restoreLater(cut)
+		return f.report(faultImage, errEarlierCommit)
+	}
 	if err := t.Commit(); err != nil {
-		f.mu.Lock()
-		cut.Restore()
-		f.mu.Unlock()
+		f.restoreLater(cut)
 		return f.report(faultImage, err)
 	}
 	return f.report(faultImage, nil)
+}
+
+// restoreLater queues a cut for the next take to restore, and dooms the
+// cuts taken since it (commit).
+func (f *fsm) restoreLater(cut *keyspace.Cut) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restores = append(f.restores, cut)
+	f.doomBelow = f.gen + 1
 }
 
 func (f *fsm) memberAddr(id string) string {
@@ -627,6 +649,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.installed.Add(1)
 	f.mu.Lock()
 	f.ks.Store(keyspace.NewLoading())
+	f.restores = nil // cuts of the keyspace let go: the image holds the snapshot's state
 	f.mu.Unlock()
 	memtune.Release()
 	if err := f.load(); err != nil {
@@ -646,10 +669,10 @@ func (f *fsm) backup(w io.Writer) (uint64, error) {
 		f.unlockAll()
 		return 0, err
 	}
-	idx := p.applied
+	idx, gen := p.applied, p.gen
 	t, cut, err := f.write(p)
 	if err == nil {
-		err = f.commit(t, cut)
+		err = f.commit(t, cut, gen)
 	}
 	if err != nil {
 		f.unlockAll()
@@ -667,11 +690,16 @@ func (f *fsm) backup(w io.Writer) (uint64, error) {
 func (f *fsm) reload() error {
 	f.lockAll()
 	defer f.unlockAll()
-	t, cut, err := f.cut()
+	p, err := f.take()
 	if err != nil {
 		return err
 	}
-	if err := f.commit(t, cut); err != nil {
+	gen := p.gen
+	t, cut, err := f.write(p)
+	if err != nil {
+		return err
+	}
+	if err := f.commit(t, cut, gen); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -705,6 +733,7 @@ type snapshot struct {
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
+		gen := s.pending.gen
 		t, cut, err := s.f.write(s.pending)
 		s.pending = nil
 		if err != nil {
@@ -715,7 +744,7 @@ func (s *snapshot) write() error {
 		s.f.flushMu.Lock()
 		s.f.cutMu.Unlock()
 		defer s.f.flushMu.Unlock()
-		s.err = s.f.commit(t, cut)
+		s.err = s.f.commit(t, cut, gen)
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}

@@ -146,11 +146,7 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 	}
 	wantOther, before := digest(follower, "other"), follower.ks.Load()
 	// The follower's image holds its state (a flush).
-	tbl, cut, err := follower.cut()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := follower.commit(tbl, cut); err != nil {
+	if err := follower.flush(); err != nil {
 		t.Fatal(err)
 	}
 	imageAt, err := follower.store.Applied()
