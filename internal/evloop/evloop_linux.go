@@ -99,6 +99,12 @@ type Conn struct {
 	// drained: the last read found the socket empty (a short read), and
 	// no edge has come since.
 	drained bool
+	// hup: the peer shut its side (an edge with RDHUP, HUP or ERR). The
+	// data before the end and the end itself come with one edge, so the
+	// loop reads on past a short read until it sees the end (a client
+	// that sends its last command and shuts its write side, as nc -N
+	// does, is answered and then closed, as Redis does).
+	hup bool
 }
 
 // Start runs o.Loops event loops for h.
@@ -469,6 +475,7 @@ func (l *loop) missedEdge(c *Conn, ev uint32) {
 	if ev&^unix.EPOLLOUT == 0 {
 		return // room in the socket: its owner writes, and waits for nothing
 	}
+	noteHup(c, ev)
 	c.missed.Store(true)
 	if !c.parked.Load() && c.missed.Swap(false) {
 		c.drained = false
@@ -476,9 +483,17 @@ func (l *loop) missedEdge(c *Conn, ev uint32) {
 	}
 }
 
+// noteHup notes an edge that says the peer shut its side.
+func noteHup(c *Conn, ev uint32) {
+	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.hup = true
+	}
+}
+
 // event serves readiness of a connection the loop holds. An edge says
 // something changed; what the connection can do now, serve works out.
 func (l *loop) event(c *Conn, ev uint32) {
+	noteHup(c, ev)
 	if ev&^unix.EPOLLOUT != 0 {
 		c.drained = false
 	} else if len(c.out) == 0 {
@@ -554,8 +569,9 @@ func (l *loop) read(c *Conn) bool {
 		l.close(c) // end of stream, or a reset
 		return false
 	}
-	// A short read took all there was; what comes after it brings an edge.
-	c.drained = n < len(buf)
+	// A short read took all there was; what comes after it brings an edge
+	// (unless the peer has shut its side: then only the end comes).
+	c.drained = n < len(buf) && !c.hup
 
 	var data []byte
 	if shared {
@@ -565,7 +581,7 @@ func (l *loop) read(c *Conn) bool {
 		data = c.in
 	}
 	l.deliver(c, data, n, shared)
-	return n == len(buf)
+	return n == len(buf) || c.hup
 }
 
 // deliver gives the handler data (in the loop's shared buffer when
