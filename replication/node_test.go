@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,4 +451,44 @@ func TestAdoptNodeID(t *testing.T) {
 			t.Fatalf("a record of %d bytes was taken as id %q", len(body), o.NodeID)
 		}
 	}
+}
+
+// TestWritesReturnAtClose: writers going on while the node closes all
+// return soon after Close, whether their proposals were taken or still
+// queued when the batcher stopped (those were never answered: each
+// waited out its WriteTimeout, twice).
+func TestWritesReturnAtClose(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), WriteTimeout: time.Minute}
+	n, ctx := openLeader(t, opts)
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				cmd := &command.Cmd{Op: command.BFAdd, Key: []byte("z"), Items: [][]byte{[]byte(fmt.Sprint(g, ":", i))}, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 20}
+				if _, err := n.Write(ctx, []*command.Cmd{cmd}); err != nil {
+					return
+				}
+				acked.Add(1)
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); acked.Load() < 200; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged", acked.Load())
+		}
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writers had not returned 10 s after Close")
+	}
+	<-closed
 }

@@ -420,6 +420,17 @@ func (n *Node) patient(ctx context.Context, t *time.Timer, moved func() <-chan s
 			return command.ErrLeadershipLost
 		case <-ctx.Done():
 			return command.ErrLogTimeout
+		case <-n.stop:
+			// The node is closing: a proposal the batcher had not taken
+			// when it stopped is never answered. One answered by now (or
+			// within a second, as Raft shuts down) keeps its answer; the
+			// rest may or may not have been appended.
+			select {
+			case *out = <-done:
+				return nil
+			case <-time.After(time.Second):
+				return command.ErrLeadershipLost
+			}
 		case <-t.C:
 			now := n.progress()
 			if now == last && !n.fsm.busy() {
