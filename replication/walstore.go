@@ -359,6 +359,7 @@ type walFS struct {
 
 	trash    string         // where deleted segments are removed
 	removing sync.WaitGroup // the removals under way
+	one      sync.Mutex     // one removal at a time: their steps would overlap
 }
 
 // Delete moves a segment raft-wal is done with into the trash (a rename:
@@ -384,6 +385,8 @@ func (v *walFS) removeLater(path string) {
 	v.removing.Add(1)
 	go func() {
 		defer v.removing.Done()
+		v.one.Lock()
+		defer v.one.Unlock()
 		shrink.File(vfs.Default, path)
 		os.Remove(path)
 	}()
