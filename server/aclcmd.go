@@ -151,16 +151,22 @@ func cmdACLDelUser(s *session, a [][]byte) {
 		s.w.Error("ERR this server keeps no ACL user table")
 		return
 	}
+	// A connection of a deleted user is closed (aclLoop), this one after
+	// its reply: aclLoop, woken by the change, leaves it to close itself
+	// (it stays marked until then: its reply is sent after this returns).
+	s.adm.deleting.Store(true)
 	res, msg := s.writeUsers(&command.Cmd{Op: command.ACLDelUser, Keys: a[2:]})
 	if msg != "" {
+		s.adm.deleting.Store(false)
 		s.w.Error(msg)
 		return
 	}
 	s.w.Int(res[0].Int)
-	// A connection of a deleted user is closed, this one after its reply.
 	if s.srv.acl().users[s.user.Name] == nil {
 		s.closing = true
+		return
 	}
+	s.adm.deleting.Store(false)
 }
 
 func cmdACLGetUser(s *session, a [][]byte) {

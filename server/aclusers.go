@@ -111,7 +111,7 @@ func (s *Server) aclLoop() {
 		_, _, changed := s.userTable.Users()
 		st := s.acl()
 		for _, c := range s.clientList() {
-			if st.users[c.adm.pub.user.Load().Name] == nil {
+			if st.users[c.adm.pub.user.Load().Name] == nil && !c.adm.deleting.Load() {
 				c.kill()
 			}
 		}

@@ -165,6 +165,9 @@ type sessionAdmin struct {
 	laddr  string
 	killed chan struct{}
 	kill   sync.Once
+	// deleting: the session runs an ACL DELUSER; aclLoop leaves it be,
+	// for it closes itself once its reply is sent (cmdACLDelUser).
+	deleting atomic.Bool
 	// connMu orders kill (any goroutine) against detach (the session's
 	// own), which swaps its connection from a loop's to a net.Conn.
 	connMu sync.Mutex
