@@ -218,7 +218,7 @@ func TestFailedCommitDoomsLaterCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1, cut1, err := f.write(p1)
+	t1, err := f.write(p1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,20 +234,20 @@ func TestFailedCommitDoomsLaterCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	fail.Store(true)
-	if err := f.commit(t1, cut1, p1.gen); err == nil {
+	if err := f.commit(t1, p1); err == nil {
 		t.Fatal("the flush's table committed through a failing sync")
 	}
 	fail.Store(false)
 	f.flushMu.Unlock()
 	// The snapshot's cut is walked once the store lets it build a table
 	// (one at a time), then committed (snapshot.write's steps).
-	t2, cut2, err := f.write(p2)
+	t2, err := f.write(p2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.flushMu.Lock()
 	f.cutMu.Unlock()
-	err = f.commit(t2, cut2, p2.gen)
+	err = f.commit(t2, p2)
 	f.flushMu.Unlock()
 	if !errors.Is(err, errEarlierCommit) {
 		t.Fatalf("the snapshot's table, cut before the failed one was put back: %v, want %v", err, errEarlierCommit)

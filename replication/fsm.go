@@ -417,9 +417,8 @@ func (f *fsm) flush() error {
 	if f.snapWaiting.Load() {
 		p.cut.Abort() // one came while this cut was taken
 	}
-	t, cut, err := f.write(p)
+	t, err := f.write(p)
 	f.walking.Store(nil)
-	gen := p.gen
 	if err != nil {
 		f.cutMu.Unlock()
 		if errors.Is(err, keyspace.ErrCutAborted) {
@@ -432,7 +431,7 @@ func (f *fsm) flush() error {
 	f.flushMu.Lock()
 	f.cutMu.Unlock()
 	defer f.flushMu.Unlock()
-	return f.commit(t, cut, gen)
+	return f.commit(t, p)
 }
 
 // lockCut takes cutMu for a snapshot, on Raft's FSM goroutine, where
@@ -527,7 +526,7 @@ func (f *fsm) take() (*pendingCut, error) {
 
 // write writes a taken cut into a table, beside Apply. On failure the cut
 // goes back into the change record.
-func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
+func (f *fsm) write(p *pendingCut) (*persistence.Table, error) {
 	t, err := f.store.WriteCut(p.cut, p.applied, p.extra)
 	p.spill.Close() // the walk is over: Apply puts nothing more in it
 	if err != nil {
@@ -535,12 +534,12 @@ func (f *fsm) write(p *pendingCut) (*persistence.Table, *keyspace.Cut, error) {
 		p.cut.Restore()
 		f.mu.Unlock()
 		if errors.Is(err, keyspace.ErrCutAborted) {
-			return nil, nil, err // given up, not a fault
+			return nil, err // given up, not a fault
 		}
-		return nil, nil, f.report(faultImage, err)
+		return nil, f.report(faultImage, err)
 	}
 	f.noteCut(p.cut)
-	return t, p.cut, nil
+	return t, nil
 }
 
 // noteCut keeps what a written cut's copy-on-write cost, for INFO.
@@ -558,14 +557,14 @@ func (f *fsm) noteCut(c *keyspace.Cut) {
 // commit failed, lacks the earlier one's changes: committing its table
 // would record an index whose changes the image (and every snapshot sent
 // from it) lacks, so it goes back too.
-func (f *fsm) commit(t *persistence.Table, cut *keyspace.Cut, gen uint64) error {
-	if gen < f.doomBelow {
+func (f *fsm) commit(t *persistence.Table, p *pendingCut) error {
+	if p.gen < f.doomBelow {
 		t.Abort()
-		f.restoreLater(cut)
+		f.restoreLater(p.cut)
 		return f.report(faultImage, errEarlierCommit)
 	}
 	if err := t.Commit(); err != nil {
-		f.restoreLater(cut)
+		f.restoreLater(p.cut)
 		return f.report(faultImage, err)
 	}
 	return f.report(faultImage, nil)
@@ -669,10 +668,10 @@ func (f *fsm) backup(w io.Writer) (uint64, error) {
 		f.unlockAll()
 		return 0, err
 	}
-	idx, gen := p.applied, p.gen
-	t, cut, err := f.write(p)
+	idx := p.applied
+	t, err := f.write(p)
 	if err == nil {
-		err = f.commit(t, cut, gen)
+		err = f.commit(t, p)
 	}
 	if err != nil {
 		f.unlockAll()
@@ -694,12 +693,11 @@ func (f *fsm) reload() error {
 	if err != nil {
 		return err
 	}
-	gen := p.gen
-	t, cut, err := f.write(p)
+	t, err := f.write(p)
 	if err != nil {
 		return err
 	}
-	if err := f.commit(t, cut, gen); err != nil {
+	if err := f.commit(t, p); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -733,8 +731,8 @@ type snapshot struct {
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
-		gen := s.pending.gen
-		t, cut, err := s.f.write(s.pending)
+		p := s.pending
+		t, err := s.f.write(p)
 		s.pending = nil
 		if err != nil {
 			s.f.cutMu.Unlock()
@@ -744,7 +742,7 @@ func (s *snapshot) write() error {
 		s.f.flushMu.Lock()
 		s.f.cutMu.Unlock()
 		defer s.f.flushMu.Unlock()
-		s.err = s.f.commit(t, cut, gen)
+		s.err = s.f.commit(t, p)
 		if s.err == nil {
 			s.snap = s.f.store.NewSnapshot()
 		}
