@@ -2,6 +2,7 @@ package tdigest
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
 
@@ -174,7 +175,14 @@ func FuzzOps(f *testing.F) {
 					dst = d
 				}
 				c := int64(next()%50) + 1
-				to, err := Merge(dst, srcs, MergeOptions{Compression: c, HasCompression: next()%2 == 0, Override: next()%3 == 0})
+				opts := MergeOptions{Compression: c, HasCompression: next()%2 == 0, Override: next()%3 == 0}
+				to, err := Merge(dst, srcs, opts)
+				if errors.Is(err, ErrOverflow) && mergedSize(dst, srcs, opts) >= 0x1p63*(1-1e-9) {
+					// Merging a digest into itself doubles its weight: past
+					// int64's range RedisBloom refuses as well ("overflow
+					// detected"), and the destination stays as it was.
+					continue
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -210,12 +218,27 @@ func FuzzOps(f *testing.F) {
 				for _, w := range d.weight {
 					sum += w
 				}
-				if sum != d.Size() {
+				// Past 2^53 the compress sums weights in float64, as
+				// RedisBloom's does, so Size may round away from the sum.
+				if sum != d.Size() && (d.Size() < 1<<53 || math.Abs(float64(sum)-float64(d.Size())) > 1e-12*float64(d.Size())) {
 					t.Fatalf("weights sum to %d, size %d", sum, d.Size())
 				}
 			}
 		}
 	})
+}
+
+// mergedSize is the total weight a merge would give its destination, in
+// float64 so that it cannot wrap.
+func mergedSize(dst *Digest, srcs []*Digest, opts MergeOptions) float64 {
+	var w float64
+	if dst != nil && !opts.Override {
+		w += float64(dst.Size())
+	}
+	for _, s := range srcs {
+		w += float64(s.Size())
+	}
+	return w
 }
 
 func checkCompressed(t *testing.T, d *Digest) {
@@ -257,7 +280,10 @@ func checkQueries(t *testing.T, d *Digest) {
 			t.Fatalf("rank %d of %d", r, size)
 		}
 	}
-	if size > 1 {
+	// The mean sums mean×weight in float64, as RedisBloom's does: with
+	// values near 1e300 and weights grown by self-merges that sum is +Inf
+	// there too, so the bound holds only where it cannot overflow.
+	if size > 1 && max(math.Abs(d.min), math.Abs(d.max))*float64(size) < math.MaxFloat64/4 {
 		if m := d.TrimmedMean(0, 1); !(m >= d.min && m <= d.max) && d.merged > 1 {
 			t.Fatalf("mean %v outside [%v, %v]", m, d.min, d.max)
 		}
