@@ -417,9 +417,10 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 		if scratch != nil {
 			var inline []byte
 			inline, scratch = scratch[:size:size], scratch[size:]
-			h = new(engine.Hold)
 			if len(ck.parts) == 0 {
 				h = &ck.hold0
+			} else {
+				h = new(engine.Hold)
 			}
 			c.freeze.HoldIn(h, dp, size, read, ck.Full, inline)
 		} else {
