@@ -151,7 +151,7 @@ type Options struct {
 	EnableDebugCommand string
 	// NoEventLoop serves every connection from a goroutine of its own.
 	// Default false: plain TCP connections are served by event loops
-	// where the platform has them (Linux), one per GOMAXPROCS; TLS
+	// where the platform has them (Linux), one per GOMAXPROCS but one; TLS
 	// connections always have a goroutine each.
 	NoEventLoop bool
 }

@@ -35,7 +35,7 @@ type cmdStats struct {
 const maxStatShards = 64
 
 // newStatShards is a set of every command's counters per shard: one per
-// event loop (as many as GOMAXPROCS, the loops' default). Each shard is an
+// P (the loops' default is one fewer, at least one). Each shard is an
 // allocation of its own with a spare entry at the end, so no cache line
 // holds two shards' counters.
 func newStatShards() [][]cmdStats {

@@ -136,7 +136,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(memoryValue{&c.maxFilterBytes}, "max-filter-bytes", "largest bit/bucket array one filter may hold, refused before it is allocated (units as Redis: 512mb, 1gb; at most 1tb; 0: the node's memory, which is --maxmemory if set, else the machine's or its cgroup's limit)")
 	fs.Var(memoryValue{&c.maxMemory}, "maxmemory", "total bytes all filters may hold; deny-oom writes answer OOM beyond it (0: no cap; units as Redis: 100mb)")
 	fs.BoolVar(&c.stale, "stale-reads", false, "serve reads from local state without a linearizable barrier")
-	fs.BoolVar(&c.eventLoops, "event-loops", true, "serve plain TCP clients from epoll event loops, one per core (Linux), as Redis does (false: a goroutine per connection; TLS clients always have one)")
+	fs.BoolVar(&c.eventLoops, "event-loops", true, "serve plain TCP clients from epoll event loops, one per core but one (Linux), as Redis does (false: a goroutine per connection; TLS clients always have one)")
 	fs.BoolVar(&c.readLease, "read-lease", true, "a leader that confirmed its leadership serves linearizable reads for half a heartbeat timeout without another round (false: a heartbeat round per read batch)")
 	fs.BoolVar(&c.followerLease, "follower-read-lease", true, "followers serving linearizable reads hold leases and read locally; each write then waits for a round trip to those followers (false: a read-index request to the leader per read batch)")
 	c.logFormat = "text"

@@ -54,7 +54,8 @@ const (
 
 // Options configure a Group. Zero values take the documented defaults.
 type Options struct {
-	// Loops is how many event loops run. Default runtime.GOMAXPROCS(0).
+	// Loops is how many event loops run. Default GOMAXPROCS - 1, at
+	// least 1 (defaultLoops says why).
 	Loops int
 	// ReadSize is the most one read takes into a loop's shared buffer.
 	// Default 64 KiB.

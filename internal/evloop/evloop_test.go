@@ -497,3 +497,11 @@ func TestInputWhileParked(t *testing.T) {
 		c.expect(t, "parked", fmt.Sprintf("after%d", i))
 	}
 }
+
+func TestDefaultLoops(t *testing.T) {
+	for procs, want := range map[int]int{1: 1, 2: 1, 3: 2, 8: 7} {
+		if got := defaultLoops(procs); got != want {
+			t.Errorf("defaultLoops(%d) = %d, want %d", procs, got, want)
+		}
+	}
+}
