@@ -238,10 +238,10 @@ type Result struct {
 	Ints  []int64  // per-item replies
 	Tail  error    // an error element after Ints (BF.MADD on a full filter)
 	Bytes []byte   // bulk replies (chunks, strings)
-	Null  bool     // the bulk reply is null
 	List  [][]byte // KEYS, SCAN, BF.DEBUG lines
 	BF    *BFInfo
 	CF    *scalable.CuckooInfo
+	Null  bool // the bulk reply is null
 	// Found: the key a membership read (BF/CF EXISTS, CF.COUNT) looked up
 	// exists, of whatever type (INFO's keyspace_hits).
 	Found bool
@@ -320,6 +320,11 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	dk := dirtyKey{dbi, key}
 	if !k.voids && !k.watch.on.Load() {
 		v.setStamp(k.epoch)
+		if len(k.fresh) == cap(k.fresh) {
+			// Doubled: append grows a long slice by a quarter, and a
+			// million creations then allocate five times the list.
+			k.fresh = slices.Grow(k.fresh, max(len(k.fresh), 256))
+		}
 		k.fresh = append(k.fresh, dk)
 		k.marked, k.markedOK, k.markedFull = dk, true, false
 		return
