@@ -15,7 +15,7 @@ import (
 // commandstats and latencystats and the metrics sum them exactly, and
 // CONFIG RESETSTAT zeroes every shard but never the metrics.
 func TestCommandStatsShards(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // four loops and shards, whatever the machine
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // four shards and three loops, whatever the machine
 	for _, mode := range ioModes {
 		t.Run(string(mode), func(t *testing.T) {
 			srv := startServerIn(t, nil, mode)

@@ -23,7 +23,7 @@ for c in "BF.EXISTS bf __rand_int__" "BF.ADD bf __rand_int__"; do
   r=$(redis-benchmark -p $P -c 50 -n $N -r 10000000 -q $c 2>&1 | tr '\r' '\n' | grep "requests per second" | tail -1 | sed -E "s/.*: ([0-9.]+) requests per second.*/\1/")
   kill -INT $SP; wait $SP 2>/dev/null || true
   echo -n "$LABEL ${c%% *} rps $r "
-  # per request; task-clock is in ms, so its figure is ms a request
-  grep -v "^#" "$DIR/stat" | grep . | awk -F, -v n=$N '{name=$3; sub("syscalls:sys_enter_","",name); printf "%s=%.3f ", name, $1/n}'
+  # per request; task-clock (perf gives ms) as µs a request
+  grep -v "^#" "$DIR/stat" | grep . | awk -F, -v n=$N '{name=$3; sub("syscalls:sys_enter_","",name); if (name == "task-clock") printf "cpu_us=%.2f ", $1*1000/n; else printf "%s=%.3f ", name, $1/n}'
   echo
 done
