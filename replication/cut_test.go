@@ -11,6 +11,7 @@ import (
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/persistence"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/hashicorp/raft"
 )
 
@@ -120,56 +121,21 @@ func TestFlushBesideApply(t *testing.T) {
 	}
 }
 
-// syncFailFS fails every file's sync while fail is set: a table being
-// committed then fails to commit.
-type syncFailFS struct {
-	vfs.FS
-	fail *atomic.Bool
-}
+// syncFault fails every sync while on: a table being committed then
+// fails to commit.
+type syncFault struct{ on atomic.Bool }
 
-func (fs syncFailFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil {
-		return nil, err
+func (f *syncFault) MaybeError(op errorfs.Op) error {
+	switch op.Kind {
+	case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+		if f.on.Load() {
+			return errorfs.ErrInjected
+		}
 	}
-	return syncFailFile{f, fs.fail}, nil
+	return nil
 }
 
-func (fs syncFailFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.OpenReadWrite(name, c, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return syncFailFile{f, fs.fail}, nil
-}
-
-type syncFailFile struct {
-	vfs.File
-	fail *atomic.Bool
-}
-
-var errInjectedSync = errors.New("injected sync failure")
-
-func (f syncFailFile) Sync() error {
-	if f.fail.Load() {
-		return errInjectedSync
-	}
-	return f.File.Sync()
-}
-
-func (f syncFailFile) SyncData() error {
-	if f.fail.Load() {
-		return errInjectedSync
-	}
-	return f.File.SyncData()
-}
-
-func (f syncFailFile) SyncTo(n int64) (bool, error) {
-	if f.fail.Load() {
-		return false, errInjectedSync
-	}
-	return f.File.SyncTo(n)
-}
+func (f *syncFault) String() string { return "sync fault" }
 
 // imageMatchesReplay checks that f's image is exactly the state a replay
 // of cutEntry to the index it records gives, and returns that index.
@@ -202,8 +168,8 @@ func imageMatchesReplay(t *testing.T, f *fsm) uint64 {
 // it would carry the hole to followers. The image stays exactly the state
 // at the index it records, and the next flush brings it to the end.
 func TestFailedCommitDoomsLaterCut(t *testing.T) {
-	var fail atomic.Bool
-	store, err := persistence.Open(persistence.Options{Dir: "/img", FS: syncFailFS{vfs.NewMem(), &fail}})
+	fail := &syncFault{}
+	store, err := persistence.Open(persistence.Options{Dir: "/img", FS: errorfs.Wrap(vfs.NewMem(), fail)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +199,11 @@ func TestFailedCommitDoomsLaterCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fail.Store(true)
+	fail.on.Store(true)
 	if err := f.commit(t1, p1); err == nil {
 		t.Fatal("the flush's table committed through a failing sync")
 	}
-	fail.Store(false)
+	fail.on.Store(false)
 	f.flushMu.Unlock()
 	// The snapshot's cut is walked once the store lets it build a table
 	// (one at a time), then committed (snapshot.write's steps).
