@@ -40,7 +40,7 @@ func loadScenario(s *server, c *redis.Client, sc string, began time.Time) func(i
 			}
 			return args
 		})
-		size := filterSize(c)
+		size := memoryUsage(c, "big")
 		fmt.Printf("   reserved %d MiB of bits by the formula, %d MiB by RedisBloom's sizing (capacity %d), and added %d items in %.1f s (%d errors)\n",
 			*largeBytes>>20, size>>20, capacity, n, time.Since(began).Seconds(), errs)
 		return func(int) []any { return []any{"BF.ADD", "big", "r" + strconv.FormatUint(rand.Uint64(), 36)} }

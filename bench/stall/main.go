@@ -306,13 +306,12 @@ func (s *server) memKB(field string) int64 {
 func (s *server) memLine(c *redis.Client, sc string) string {
 	peak := s.memKB("VmHWM") << 10
 	line := fmt.Sprintf("peak RSS %d MiB", peak>>20)
-	ctx := context.Background()
 	var size int64
 	switch sc {
 	case "large":
-		size = filterSize(c)
+		size = memoryUsage(c, "big")
 	case "window":
-		size, _ = c.Do(ctx, "MEMORY", "USAGE", "win").Int64()
+		size = memoryUsage(c, "win")
 	}
 	if size <= 0 {
 		return line
@@ -326,10 +325,10 @@ func (s *server) memLine(c *redis.Client, sc string) string {
 		line, float64(peak)/float64(size), size>>20, verdict, bound>>20)
 }
 
-// filterSize is the large scenario's filter's bytes (MEMORY USAGE: its
-// array and a few bytes of header, on either server).
-func filterSize(c *redis.Client) int64 {
-	n, _ := c.Do(context.Background(), "MEMORY", "USAGE", "big").Int64()
+// memoryUsage is MEMORY USAGE of key: a filter's array and a few bytes of
+// header, on either server (0 when it fails).
+func memoryUsage(c *redis.Client, key string) int64 {
+	n, _ := c.Do(context.Background(), "MEMORY", "USAGE", key).Int64()
 	return n
 }
 
