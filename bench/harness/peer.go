@@ -185,8 +185,10 @@ func peer() {
 		if i == 0 {
 			cases = append(cases,
 				peerCase{"bulk BF.MADD x1000 P8 c10", madd, 10, 8, 1000, "1000000000", 1000},
-				peerCase{"create BF.ADD tenant:N P100 c10", []string{"BF.ADD", "tenant:__rand_int__", "x"}, 10, 100, *creates, "100000000000", 1},
 			)
+			if *creates > 0 {
+				cases = append(cases, peerCase{"create BF.ADD tenant:N P100 c10", []string{"BF.ADD", "tenant:__rand_int__", "x"}, 10, 100, *creates, "100000000000", 1})
+			}
 		}
 		peerCompare(bf, rb, d.label, cases)
 		bf.stop()
