@@ -39,8 +39,8 @@ func logStores() {
 		s.do("BF.ADD", "bf", "x")
 	}
 	cases := []peerCase{
-		{"BF.ADD P1 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 1, 100000, "10000000", 1, false},
-		{"BF.ADD P32 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 32, 1000000, "10000000", 1, false},
+		{"BF.ADD P1 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 1, 100000, "10000000", 1},
+		{"BF.ADD P32 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 32, 1000000, "10000000", 1},
 	}
 	for _, c := range cases {
 		if *only != "" && !strings.Contains(c.name, *only) {

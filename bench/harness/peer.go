@@ -85,10 +85,6 @@ type peerCase struct {
 	n                 int    // requests per run
 	keyspace          string // redis-benchmark -r
 	perReq            int    // items per request, for the items/s column
-	// fresh: each run starts from an empty server (FLUSHALL first), so
-	// that every round measures the same thing: the creation case's
-	// rounds would otherwise create beside the filters of the ones before.
-	fresh bool
 }
 
 func peerCompare(a, b *server, label string, cases []peerCase) {
@@ -105,14 +101,8 @@ func peerCompare(a, b *server, label string, cases []peerCase) {
 			if r%2 == 1 {
 				first, second = b, a
 			}
-			run := func(s *server) peerRun {
-				if c.fresh {
-					s.do("FLUSHALL")
-				}
-				return peerBench(s, c.clients, c.pipeline, c.n, c.keyspace, c.args)
-			}
-			x := run(first)
-			y := run(second)
+			x := peerBench(first, c.clients, c.pipeline, c.n, c.keyspace, c.args)
+			y := peerBench(second, c.clients, c.pipeline, c.n, c.keyspace, c.args)
 			if first == a {
 				ra, rb = append(ra, x), append(rb, y)
 			} else {
@@ -180,26 +170,24 @@ func peer() {
 		var cases []peerCase
 		if i == 0 {
 			cases = append(cases,
-				peerCase{"BF.EXISTS P1 c50", []string{"BF.EXISTS", "bf", "__rand_int__"}, 50, 1, 200000, "10000000", 1, false},
-				peerCase{"CF.EXISTS P1 c50", []string{"CF.EXISTS", "cf", "__rand_int__"}, 50, 1, 200000, "10000000", 1, false},
-				peerCase{"BF.EXISTS P1 c1000", []string{"BF.EXISTS", "bf", "__rand_int__"}, 1000, 1, 200000, "10000000", 1, false},
-				peerCase{"CF.EXISTS P1 c1000", []string{"CF.EXISTS", "cf", "__rand_int__"}, 1000, 1, 200000, "10000000", 1, false},
-				peerCase{"BF.EXISTS P32 c50", []string{"BF.EXISTS", "bf", "__rand_int__"}, 50, 32, 2000000, "10000000", 1, false},
-				peerCase{"CF.EXISTS P32 c50", []string{"CF.EXISTS", "cf", "__rand_int__"}, 50, 32, 2000000, "10000000", 1, false},
+				peerCase{"BF.EXISTS P1 c50", []string{"BF.EXISTS", "bf", "__rand_int__"}, 50, 1, 200000, "10000000", 1},
+				peerCase{"CF.EXISTS P1 c50", []string{"CF.EXISTS", "cf", "__rand_int__"}, 50, 1, 200000, "10000000", 1},
+				peerCase{"BF.EXISTS P1 c1000", []string{"BF.EXISTS", "bf", "__rand_int__"}, 1000, 1, 200000, "10000000", 1},
+				peerCase{"CF.EXISTS P1 c1000", []string{"CF.EXISTS", "cf", "__rand_int__"}, 1000, 1, 200000, "10000000", 1},
+				peerCase{"BF.EXISTS P32 c50", []string{"BF.EXISTS", "bf", "__rand_int__"}, 50, 32, 2000000, "10000000", 1},
+				peerCase{"CF.EXISTS P32 c50", []string{"CF.EXISTS", "cf", "__rand_int__"}, 50, 32, 2000000, "10000000", 1},
 			)
 		}
 		cases = append(cases,
-			peerCase{"BF.ADD P1 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 1, 100000, "10000000", 1, false},
-			peerCase{"BF.ADD P32 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 32, 1000000, "10000000", 1, false},
+			peerCase{"BF.ADD P1 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 1, 100000, "10000000", 1},
+			peerCase{"BF.ADD P32 c50", []string{"BF.ADD", "bf", "__rand_int__"}, 50, 32, 1000000, "10000000", 1},
 		)
 		if i == 0 {
 			cases = append(cases,
-				peerCase{"bulk BF.MADD x1000 P8 c10", madd, 10, 8, 1000, "1000000000", 1000, false},
+				peerCase{"bulk BF.MADD x1000 P8 c10", madd, 10, 8, 1000, "1000000000", 1000},
 			)
 			if *creates > 0 {
-				// The last case: it empties the servers before each run.
-				cases = append(cases, peerCase{name: "create BF.ADD tenant:N P100 c10", args: []string{"BF.ADD", "tenant:__rand_int__", "x"},
-					clients: 10, pipeline: 100, n: *creates, keyspace: "100000000000", perReq: 1, fresh: true})
+				cases = append(cases, peerCase{"create BF.ADD tenant:N P100 c10", []string{"BF.ADD", "tenant:__rand_int__", "x"}, 10, 100, *creates, "100000000000", 1})
 			}
 		}
 		peerCompare(bf, rb, d.label, cases)
@@ -230,12 +218,12 @@ func sketches() {
 			s.do("TDIGEST.CREATE", "td", "COMPRESSION", "100")
 		}
 		peerCompare(bf, rb, d.label, []peerCase{
-			{"CMS.INCRBY P1 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 1, 100000, "100000", 1, false},
-			{"CMS.INCRBY P32 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 32, 1000000, "100000", 1, false},
-			{"TOPK.ADD P1 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 1, 100000, "100000", 1, false},
-			{"TOPK.ADD P32 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 32, 1000000, "100000", 1, false},
-			{"TDIGEST.ADD P1 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 1, 100000, "100000", 1, false},
-			{"TDIGEST.ADD P32 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 32, 1000000, "100000", 1, false},
+			{"CMS.INCRBY P1 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 1, 100000, "100000", 1},
+			{"CMS.INCRBY P32 c50", []string{"CMS.INCRBY", "cms", "__rand_int__", "1"}, 50, 32, 1000000, "100000", 1},
+			{"TOPK.ADD P1 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 1, 100000, "100000", 1},
+			{"TOPK.ADD P32 c50", []string{"TOPK.ADD", "topk", "__rand_int__"}, 50, 32, 1000000, "100000", 1},
+			{"TDIGEST.ADD P1 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 1, 100000, "100000", 1},
+			{"TDIGEST.ADD P32 c50", []string{"TDIGEST.ADD", "td", "__rand_int__"}, 50, 32, 1000000, "100000", 1},
 		})
 		bf.stop()
 		rb.stop()
