@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -655,8 +656,19 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	old := d.keys
 	d.keys, d.ttl = make(map[string]*Value), nil
 	d.mu.Unlock()
+	// The record outlives the values: it gets keys of their own, not the
+	// entries that hold theirs (keyInside) kept until the image's next
+	// flush, beside whatever is created meanwhile.
+	for i, dk := range k.fresh {
+		if dk.db == dbi && keyInside(old[dk.key], dk.key) {
+			k.fresh[i].key = strings.Clone(dk.key)
+		}
+	}
 	var stamp uint64
 	for key, v := range old {
+		if keyInside(v, key) {
+			key = strings.Clone(key)
+		}
 		k.removed(dbi, key)
 		if k.watch.on.Load() && !v.expired(now) {
 			if stamp == 0 {

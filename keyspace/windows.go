@@ -103,7 +103,12 @@ func newWindow(c *command.Cmd) (*Value, error) {
 	return WindowValue(f), nil
 }
 
-func (k *Keyspace) wReserve(c *command.Cmd) Result { return k.reserve(c, KindWindow, newWindow) }
+func (k *Keyspace) wReserve(c *command.Cmd) Result {
+	return k.reserve(c, KindWindow, func(c *command.Cmd) (*Value, string, error) {
+		v, err := newWindow(c)
+		return v, string(c.Key), err
+	})
+}
 
 func (k *Keyspace) wAdd(c *command.Cmd) Result {
 	v, err := k.lookupKind(c, KindWindow)
