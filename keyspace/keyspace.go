@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -149,6 +148,12 @@ type Keyspace struct {
 	// million filters created). The record is the map and the list
 	// together: a key in both merges to the larger change.
 	fresh []dirtyKey
+	// recordKeys holds the bytes of the keys the record lists whose own
+	// string is in their entry (keyInside), in 64 KiB slabs dropped with
+	// the record: a listed key must not keep its filter alive after it
+	// is deleted, until the next cut, and one slab is one object for the
+	// collector where copies of their own would be one a key.
+	recordKeys []byte
 	// epochLo..epoch are the marks of the record being kept: a value so
 	// marked is the value of a key in fresh. epoch moves at every cut (and
 	// whenever the record is emptied); 0 is never one.
@@ -318,6 +323,9 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	if k.dirty == nil {
 		return
 	}
+	if keyInside(v, key) {
+		key = k.recordKey(key)
+	}
 	dk := dirtyKey{dbi, key}
 	if !k.voids && !k.watch.on.Load() {
 		v.setStamp(k.epoch)
@@ -334,6 +342,18 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	// Not known without a second lookup; false only costs replaced a map
 	// write it could have skipped.
 	k.marked, k.markedOK, k.markedFull = dk, true, false
+}
+
+// recordKey copies key into recordKeys. The slab's bytes are never
+// written again once appended (a full slab is replaced, not reused), so
+// the string is immutable.
+func (k *Keyspace) recordKey(key string) string {
+	if len(k.recordKeys)+len(key) > cap(k.recordKeys) {
+		k.recordKeys = make([]byte, 0, max(64<<10, len(key)))
+	}
+	n := len(k.recordKeys)
+	k.recordKeys = append(k.recordKeys, key...)
+	return unsafe.String(&k.recordKeys[n], len(key))
 }
 
 // removed is replaced for a key left without a value.
@@ -356,7 +376,7 @@ func (k *Keyspace) recorded(v *Value) bool {
 // nextEpoch starts a record with nothing in fresh: the marks of the one
 // before mean nothing to it.
 func (k *Keyspace) nextEpoch() {
-	k.fresh, k.voids = nil, false
+	k.fresh, k.voids, k.recordKeys = nil, false, nil
 	k.epoch++
 	k.epochLo = k.epoch
 }
@@ -649,25 +669,20 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 func (k *Keyspace) flush(dbi uint8, now int64) {
 	d := k.db(dbi)
 	if c := k.cutting.Load(); c != nil {
-		c.beforeDB(dbi)
+		c.beforeDB(dbi, d.keys)
 	}
 	k.forget()
 	d.mu.Lock()
 	old := d.keys
 	d.keys, d.ttl = make(map[string]*Value), nil
 	d.mu.Unlock()
-	// The record outlives the values: it gets keys of their own, not the
-	// entries that hold theirs (keyInside) kept until the image's next
-	// flush, beside whatever is created meanwhile.
-	for i, dk := range k.fresh {
-		if dk.db == dbi && keyInside(old[dk.key], dk.key) {
-			k.fresh[i].key = strings.Clone(dk.key)
-		}
-	}
 	var stamp uint64
 	for key, v := range old {
 		if keyInside(v, key) {
-			key = strings.Clone(key)
+			// The record outlives the values: not the entries that hold
+			// the keys, kept until the image's next flush beside whatever
+			// is created meanwhile.
+			key = k.recordKey(key)
 		}
 		k.removed(dbi, key)
 		if k.watch.on.Load() && !v.expired(now) {
