@@ -95,10 +95,10 @@ type Cut struct {
 	// few hundred at a time: a cut of a million small filters would
 	// otherwise allocate several objects a key, and the collector's work
 	// behind them slowed every write of the node.
-	slab    []CutKey
-	metas   []byte
-	walked  bool // cursor is set
-	ended   bool
+	slab   []CutKey
+	metas  []byte
+	walked bool // cursor is set
+	ended  bool
 	// flushed holds, by database, the key table a FLUSHDB or FLUSHALL
 	// took out of the keyspace while the cut ran: the keys of the cut
 	// not yet captured are read from it (capture) instead of each being

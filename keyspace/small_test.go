@@ -1,12 +1,12 @@
 package keyspace
 
 import (
-	"strconv"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
-	"weak"
 	"unsafe"
+	"weak"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/scalable"
