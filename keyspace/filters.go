@@ -90,6 +90,25 @@ const keyOffset = unsafe.Offsetof(keyedBloomEntry{}.key)
 var _ [keyOffset - unsafe.Offsetof(shortKeyedEntry{}.key)]struct{}
 var _ [unsafe.Offsetof(shortKeyedEntry{}.key) - keyOffset]struct{}
 
+// smallEntry allocates the entry of a filter whose first link's bits fit
+// smallBloomWords, with key's bytes in it when they fit (keyedBloomEntry,
+// shortKeyedEntry): the entry, the room for the bits, and the key to file
+// it under.
+func smallEntry[K ~string | ~[]byte](key K) (*bloomEntry, []uint64, string) {
+	switch n := len(key); {
+	case n > 0 && n <= 16:
+		ke := new(shortKeyedEntry)
+		copy(ke.key[:], key)
+		return &ke.bloomEntry, ke.bits[:], unsafe.String(&ke.key[0], n)
+	case n > 16 && n <= 32:
+		ke := new(keyedBloomEntry)
+		copy(ke.key[:], key)
+		return &ke.bloomEntry, ke.bits[:], unsafe.String(&ke.key[0], n)
+	}
+	se := new(smallBloomEntry)
+	return &se.bloomEntry, se.bits[:], string(key)
+}
+
 // newBloom is the Value of a new filter as c (BF.RESERVE, or an add's
 // auto-create) sizes it, and the key to file it under: c.Key's bytes,
 // held in the entry itself when they fit beside small bits. The entry's
@@ -103,26 +122,9 @@ func newBloom(c *command.Cmd) (*Value, string, error) {
 	var buf []uint64
 	var key string
 	if n, ok := scalable.ChainBytes(c.Capacity, c.ErrorRate, nonScaling); ok && n <= smallBloomWords*8 && n <= c.MaxBytes {
-		switch n := len(c.Key); {
-		case n > 0 && n <= 16:
-			ke := new(shortKeyedEntry)
-			copy(ke.key[:], c.Key)
-			key = unsafe.String(&ke.key[0], n)
-			e, buf = &ke.bloomEntry, ke.bits[:]
-		case n > 16 && n <= 32:
-			ke := new(keyedBloomEntry)
-			copy(ke.key[:], c.Key)
-			key = unsafe.String(&ke.key[0], n)
-			e, buf = &ke.bloomEntry, ke.bits[:]
-		default:
-			se := new(smallBloomEntry)
-			e, buf = &se.bloomEntry, se.bits[:]
-		}
+		e, buf, key = smallEntry(c.Key)
 	} else {
-		e = new(bloomEntry)
-	}
-	if key == "" {
-		key = string(c.Key)
+		e, key = new(bloomEntry), string(c.Key)
 	}
 	if err := e.chain.InitIn(c.Capacity, c.ErrorRate, c.Expansion, nonScaling, c.MaxBytes, buf); err != nil {
 		if errors.Is(err, scalable.ErrGrow) {

@@ -705,25 +705,37 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 	if len(meta) < 10 || (meta[0] != metaVersion && meta[0] != metaVersionVer) || int(dbi) >= NumDBs {
 		return ErrCorruptImage
 	}
-	v := &Value{Kind: Kind(meta[1]), ExpireAt: int64(binary.LittleEndian.Uint64(meta[2:]))}
-	body := meta[10:]
+	kind, expireAt, body := Kind(meta[1]), int64(binary.LittleEndian.Uint64(meta[2:])), meta[10:]
+	var stamp uint64
 	if meta[0] == metaVersionVer {
 		if len(body) < 8 {
 			return ErrCorruptImage
 		}
-		s := binary.LittleEndian.Uint64(body)
-		if s >= 1<<56 {
+		stamp = binary.LittleEndian.Uint64(body)
+		if stamp >= 1<<56 {
 			return ErrCorruptImage
 		}
-		v.setStamp(s)
 		body = body[8:]
 	}
+	var v *Value
+	if kind != KindBloom {
+		v = new(Value)
+	}
 	var err error
-	switch v.Kind {
+	switch kind {
 	case KindBloom:
-		var ch *scalable.Chain
-		ch, err = scalable.ParseChainHeader(body, maxBytes)
-		v.obj = unsafe.Pointer(ch)
+		// Laid out as newBloom lays out a new filter: a small one's bits,
+		// and its key, in its entry.
+		var e *bloomEntry
+		var bits []uint64
+		if scalable.FirstLinkBytes(body) <= smallBloomWords*8 {
+			e, bits, key = smallEntry(key)
+		} else {
+			e = new(bloomEntry)
+		}
+		err = scalable.ParseChainHeaderIn(body, maxBytes, &e.chain, bits)
+		v = &e.Value
+		v.obj = unsafe.Pointer(&e.chain)
 	case KindCuckoo:
 		var cf *scalable.Cuckoo
 		cf, err = scalable.ParseCuckooHeader(body, maxBytes)
@@ -749,7 +761,7 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 		// The sketch's header, its array in chunks; or the whole sketch
 		// (Marshal), as builds before the chunked form stored it.
 		var whole bool
-		if v.obj, whole, err = loadSketch(v.Kind, body, maxBytes); err == nil && whole {
+		if v.obj, whole, err = loadSketch(kind, body, maxBytes); err == nil && whole {
 			k.rewrite = append(k.rewrite, dirtyKey{dbi, key})
 		}
 	}
@@ -759,6 +771,8 @@ func (k *Keyspace) LoadValue(dbi uint8, key string, meta []byte, maxBytes uint64
 	if err != nil {
 		return ErrCorruptImage
 	}
+	v.Kind, v.ExpireAt = kind, expireAt
+	v.setStamp(stamp)
 	k.Put(dbi, key, v)
 	return nil
 }

@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,7 +39,7 @@ func TestSmallFilterLayout(t *testing.T) {
 	t.Logf("%.1f allocations per auto-created filter", allocs)
 	// The entry with its bit array and its key inline (keyedBloomEntry,
 	// one object for the collector to mark) and the reply's slice, with
-	// the map's growth and the change record spread over every call.
+	// the map's growth spread over every call (no change record here).
 	if allocs > 3 {
 		t.Fatalf("an auto-created filter takes %.1f allocations, want at most 3", allocs)
 	}
@@ -194,5 +195,60 @@ func TestFlushDuringCut(t *testing.T) {
 	}
 	if c.flushed != nil {
 		t.Fatal("the ended cut still holds the flushed table")
+	}
+}
+
+// TestLoadedSmallFilterLayout: a small filter loaded from the image is
+// laid out as BF.ADD lays out a new one (its bits and key in its entry),
+// and holds what was stored: after a restart a million small filters
+// cost the collector and the heap what they did before it.
+func TestLoadedSmallFilterLayout(t *testing.T) {
+	src, dst := New(), New()
+	items := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	keys := []string{"t:1", strings.Repeat("m", 20), strings.Repeat("l", 40)}
+	for _, key := range keys {
+		if r := src.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: items, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		loadImage(t, dst, key, src.Lookup(0, []byte(key), 0))
+	}
+	// A large one keeps its bits apart.
+	if r := src.Apply(&command.Cmd{Op: command.BFReserve, Key: []byte("big"), ErrorRate: 0.01, Capacity: 10000, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	src.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items, Multi: true, MaxBytes: 1 << 30})
+	loadImage(t, dst, "big", src.Lookup(0, []byte("big"), 0))
+	for _, key := range append(keys, "big") {
+		v := dst.Lookup(0, []byte(key), 0)
+		if v == nil {
+			t.Fatalf("%s: not loaded", key)
+		}
+		first := v.Bloom().LinksIn(new([1]*scalable.Link))[0].LoadTarget()
+		// Where the entry's bits would be: compared as addresses, as v
+		// is a smaller object when it has none.
+		at := uintptr(unsafe.Pointer(v)) + unsafe.Offsetof(smallBloomEntry{}.bits)
+		inline := len(first) > 0 && uintptr(unsafe.Pointer(&first[0])) == at
+		if inline != (key != "big") {
+			t.Errorf("%s: bits in the entry %v", key, inline)
+		}
+		var filed string
+		for k := range dst.db(0).keys {
+			if k == key {
+				filed = k
+			}
+		}
+		if keyInside(v, filed) != (len(key) <= 32 && key != "big") {
+			t.Errorf("%s: key in the entry %v", key, keyInside(v, filed))
+		}
+		if got, want := MemoryUsage(v), MemoryUsage(src.Lookup(0, []byte(key), 0)); got != want {
+			t.Errorf("%s: MEMORY USAGE %d after the load, %d before", key, got, want)
+		}
+		for _, it := range append(items, []byte("absent")) {
+			r := dst.Read(&command.Cmd{Op: command.BFExists, Key: []byte(key), Items: [][]byte{it}})
+			w := src.Read(&command.Cmd{Op: command.BFExists, Key: []byte(key), Items: [][]byte{it}})
+			if r.Err != nil || r.Int != w.Int || !reflect.DeepEqual(r.Ints, w.Ints) {
+				t.Fatalf("%s: BF.EXISTS %s after the load %+v, before %+v", key, it, r, w)
+			}
+		}
 	}
 }

@@ -408,17 +408,40 @@ func ChainHeaderBytes(buf []byte) (uint64, error) {
 // chain would take more than maxBytes (see ChainHeaderBytes) is refused
 // with ErrTooLarge before anything is allocated.
 func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
-	need, err := ChainHeaderBytes(buf)
-	if err != nil {
+	chain := new(Chain)
+	if err := ParseChainHeaderIn(buf, maxBytes, chain, nil); err != nil {
 		return nil, err
 	}
+	return chain, nil
+}
+
+// FirstLinkBytes is the size of the first link's bit array that a dump
+// header says, or 0 when the header is too short to say: for a caller
+// choosing room for it before ParseChainHeaderIn checks the header.
+func FirstLinkBytes(buf []byte) uint64 {
+	if len(buf) < chainHeaderSize+linkHeaderSize {
+		return 0
+	}
+	p, _ := decodeLink(buf, 0)
+	return p.Bytes
+}
+
+// ParseChainHeaderIn is ParseChainHeader into chain, a zero Chain the
+// caller allocated (a keyspace entry), with the first link's bits in bits
+// when it is long enough (InitIn): a small filter loaded from the image
+// is then laid out as one created by BF.ADD. Nothing is set on an error.
+func ParseChainHeaderIn(buf []byte, maxBytes uint64, chain *Chain, bits []uint64) error {
+	need, err := ChainHeaderBytes(buf)
+	if err != nil {
+		return err
+	}
 	if need > maxBytes {
-		return nil, ErrTooLarge
+		return ErrTooLarge
 	}
 	n := int(binary.LittleEndian.Uint32(buf[8:]))
 	options, growth := binary.LittleEndian.Uint32(buf[12:]), binary.LittleEndian.Uint32(buf[16:])
 	p, items := decodeLink(buf, 0)
-	chain := newChain(p, options, growth)
+	chain.initIn(p, options, growth, bits)
 	chain.first.size.Store(items)
 	if n > 1 {
 		links := make([]*Link, n)
@@ -431,7 +454,7 @@ func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 		}
 		chain.links.Store(&links)
 	}
-	return chain, nil
+	return nil
 }
 
 // LoadChunk writes a dump chunk that SCANDUMP returned with iterator pos
