@@ -61,8 +61,8 @@ type smallBloomEntry struct {
 // entry, and a small filter is one object instead of two. Marking is most
 // of what a million small filters cost the collector, and most of marking
 // is finding the span of each object a pointer leads to: the key's and
-// the value's are now one (a million creations: 12% less CPU, median
-// of six runs; docs/BENCHMARKS.md). A key of up to 16 bytes takes the 240-byte size
+// the value's are now one (a million creations: 4–9% less server CPU;
+// docs/BENCHMARKS.md). A key of up to 16 bytes takes the 240-byte size
 // class (shortKeyedEntry), as much as the entry and the key took apart;
 // one of 17–24 bytes 8 bytes more, of 25–32 none.
 type keyedBloomEntry struct {
