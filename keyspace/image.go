@@ -99,14 +99,13 @@ type Cut struct {
 	metas  []byte
 	walked bool // cursor is set
 	ended  bool
-	// flushed holds, by database, the key table a FLUSHDB or FLUSHALL
-	// took out of the keyspace while the cut ran: the keys of the cut
-	// not yet captured are read from it (capture) instead of each being
-	// captured as the flush removes it. No write reaches those values
-	// any more, so they stay as they were at the cut; captured early, a
-	// million small filters' captures held about 570 MB beside them
-	// until the walk reached each.
-	flushed map[uint8]map[string]*Value
+	// stash holds the values a FLUSHDB or FLUSHALL took away from the
+	// cut's keys the walk had not reached (nor Apply captured): no write
+	// reaches them any more, so they stay as they were at the cut, and
+	// capture takes them from here. Captured at the flush instead, a
+	// million small filters' captures held about 570 MB until the walk
+	// reached each.
+	stash   map[dirtyKey]*Value
 	aborted atomic.Bool
 }
 
@@ -342,7 +341,7 @@ func (c *Cut) end() {
 	c.freeze.Lock()
 	ended := c.ended
 	c.ended = true
-	c.flushed = nil // nothing captures any more
+	c.stash = nil // nothing captures any more
 	c.freeze.Unlock()
 	if !ended {
 		c.freeze.End()
@@ -378,8 +377,9 @@ func (c *Cut) SetSpill(s engine.Spill, limit int64) { c.freeze.SetSpill(s, limit
 func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 	d := c.k.db(dk.db)
 	var v *Value
-	if old, ok := c.flushed[dk.db]; ok {
-		v = old[dk.key]
+	if sv, ok := c.stash[dk]; ok {
+		v = sv
+		delete(c.stash, dk)
 	} else if byApply {
 		v = d.keys[dk.key]
 	} else {
@@ -455,27 +455,50 @@ func (c *Cut) before(dbi uint8, key string, v *Value) {
 	if c.ended || c.early[dk] != nil || c.walked && chunkOrder(dk, c.cursor) <= 0 {
 		return
 	}
+	if _, ok := c.stash[dk]; ok {
+		return // flushed: the stash keeps it as it was
+	}
 	c.early[dk] = c.capture(dk, true)
 }
 
-// beforeDB is before for every key of the cut in database dbi (FLUSHDB).
-// Rather than capture each such key, it keeps the table being flushed,
-// old, which nothing changes from now on (see Cut.flushed): the first
-// one, if the database is flushed again, as that one holds the keys as
-// they were at the cut.
-func (c *Cut) beforeDB(dbi uint8, old map[string]*Value) {
+// beforeDB is before for every key of the cut in database dbi (FLUSHDB),
+// which stashes the keys' values rather than capture each (see stash).
+// A key stashed by an earlier flush keeps that value, as at the cut.
+func (c *Cut) beforeDB(dbi uint8) {
+	keys := c.k.db(dbi).keys
 	c.freeze.Lock()
 	defer c.freeze.Unlock()
 	if c.ended {
 		return
 	}
-	if _, ok := c.flushed[dbi]; ok {
-		return
+	put := func(dk dirtyKey) {
+		if dk.db != dbi || c.early[dk] != nil || c.walked && chunkOrder(dk, c.cursor) <= 0 {
+			return
+		}
+		if _, ok := c.stash[dk]; ok {
+			return
+		}
+		if c.stash == nil {
+			c.stash = map[dirtyKey]*Value{}
+		}
+		c.stash[dk] = keys[dk.key]
 	}
-	if c.flushed == nil {
-		c.flushed = map[uint8]map[string]*Value{}
+	for dk := range c.pending {
+		put(dk)
 	}
-	c.flushed[dbi] = old
+	for _, dk := range c.fresh {
+		put(dk)
+	}
+}
+
+// captureStash captures every stashed key now: versions are about to be
+// tracked (Keyspace.unmark), after which neither a stashed value's mark
+// (whether it is fresh) nor its stale stamp may be read. The freeze's
+// lock is held.
+func (c *Cut) captureStash() {
+	for dk := range c.stash {
+		c.early[dk] = c.capture(dk, true) // removes it from stash
+	}
 }
 
 // hold is Apply's hook: before it changes a key, whose value is v, the

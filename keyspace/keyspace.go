@@ -405,6 +405,9 @@ func (k *Keyspace) unmark() {
 	}
 	c := k.cutting.Load()
 	if c != nil {
+		c.freeze.Lock()
+		c.captureStash()
+		c.freeze.Unlock()
 		for _, dk := range c.fresh {
 			c.before(dk.db, dk.key, k.db(dk.db).keys[dk.key])
 		}
@@ -669,7 +672,7 @@ func (k *Keyspace) apply(c *command.Cmd) Result {
 func (k *Keyspace) flush(dbi uint8, now int64) {
 	d := k.db(dbi)
 	if c := k.cutting.Load(); c != nil {
-		c.beforeDB(dbi, d.keys)
+		c.beforeDB(dbi)
 	}
 	k.forget()
 	d.mu.Lock()

@@ -117,17 +117,36 @@ func TestRecordKeepsNoEntry(t *testing.T) {
 	for i := range n {
 		key := []byte("tenant:" + strconv.Itoa(i))
 		if i == n/2 {
-			// From here on the record's map lists creations too.
-			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("absent")}})
+			// A removal: from here on the record's map lists creations
+			// too (voids).
+			k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("seed"), Items: items, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+			k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("seed")}})
+			if !k.voids {
+				t.Fatal("a removal did not make the record list creations in its map")
+			}
 		}
 		if r := k.Apply(&command.Cmd{Op: command.BFAdd, Key: key, Items: items, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 		weaks[i] = weak.Make(k.Lookup(0, key, 0))
 	}
+	if len(k.fresh) != n/2+1 || len(k.dirty) < n/2 { // +1: seed
+		t.Fatalf("the record lists %d keys fresh and %d in its map, want %d and at least %d", len(k.fresh), len(k.dirty), n/2+1, n/2)
+	}
+	listed := func(key string) {
+		v := k.Lookup(0, []byte(key), 0)
+		if v == nil || keyInside(v, key) {
+			t.Fatalf("the record lists %q by its entry's own key (or a key with no value: %v)", key, v == nil)
+		}
+	}
 	for _, dk := range k.fresh {
-		if v := k.Lookup(0, []byte(dk.key), 0); keyInside(v, dk.key) {
-			t.Fatalf("the record lists %q by its entry's own key", dk.key)
+		if dk.key != "seed" {
+			listed(dk.key)
+		}
+	}
+	for dk := range k.dirty {
+		if dk.key != "seed" {
+			listed(dk.key)
 		}
 	}
 	for i := 0; i < n; i += 3 {
@@ -158,43 +177,70 @@ func TestRecordKeepsNoEntry(t *testing.T) {
 	runtime.KeepAlive(k) // the record is what must not hold them
 }
 
-// TestFlushDuringCut: a FLUSHALL while a cut is walked leaves the cut the
-// flushed key table to read its keys from, rather than capturing each
-// (a million small filters' captures held 570 MB): nothing is captured
-// early, and the walk still reads every key as it was at the cut
-// (TestCutWalkBesideApply checks the contents).
+// TestFlushDuringCut: a FLUSHALL while a cut is walked stashes the values
+// of the cut's keys the walk has not reached, rather than capturing each
+// (a million small filters' captures held 570 MB), and the walk still
+// reads every key as it was at the cut, whatever follows the flush: a
+// key created again and changed, a second FLUSHALL, and the first WATCH
+// (which captures the stash while the marks still say what is fresh).
 func TestFlushDuringCut(t *testing.T) {
-	k := New()
-	k.TrackChanges()
-	items := [][]byte{[]byte("x")}
-	for i := range 100 {
-		if r := k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: items, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
-			t.Fatal(r.Err)
+	for _, watch := range []bool{false, true} {
+		a, b := New(), New()
+		items := [][]byte{[]byte("x"), []byte("y")}
+		state := func(k *Keyspace) {
+			k.TrackChanges()
+			for i := range 60 {
+				k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: items[:1], Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+			}
+			walked(k.Cut())
+			// Changed in place (pending), and created fresh.
+			for i := range 30 {
+				k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: items[1:], Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+			}
+			for i := 60; i < 100; i++ {
+				k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: items, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+			}
 		}
-	}
-	c := k.Cut()
-	walked, early := 0, -1
-	err := c.Walk(func(ck *CutKey) error {
-		walked++
-		if ck.Gone() || ck.Meta() == nil {
-			t.Errorf("%s: walked as gone after the flush", ck.Key)
+		state(a)
+		state(b)
+		want := cutContents(b.Cut(), func() {})
+		c := a.Cut()
+		step, early, stashed := 0, -1, 0
+		got := cutContents(c, func() {
+			switch step {
+			case 0:
+				a.Apply(&command.Cmd{Op: command.FlushAll})
+				c.freeze.Lock()
+				early, stashed = len(c.early), len(c.stash)
+				c.freeze.Unlock()
+			case 1:
+				for _, key := range []string{"tenant:50", "tenant:70"} {
+					for range 2 {
+						a.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: [][]byte{[]byte("new")}, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30})
+					}
+				}
+				a.Apply(&command.Cmd{Op: command.FlushAll})
+			case 2:
+				if watch {
+					a.Apply(&command.Cmd{Op: command.Watch, Now: 1})
+				}
+			}
+			step++
+		})
+		if early != 0 || stashed != c.Len()-1 {
+			t.Fatalf("watch %v: the flush captured %d keys early (want 0) and stashed %d (want the %d not walked)", watch, early, stashed, c.Len()-1)
 		}
-		if walked == 1 {
-			k.Apply(&command.Cmd{Op: command.FlushAll})
-			c.freeze.Lock()
-			early = len(c.early)
-			c.freeze.Unlock()
+		if !reflect.DeepEqual(got, want) {
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("watch %v: %s: the walk read %q, at the cut %q", watch, k, got[k], v)
+				}
+			}
+			t.Fatalf("watch %v: the walk beside the flushes read %d records, at the cut %d", watch, len(got), len(want))
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if walked != 100 || early != 0 {
-		t.Fatalf("walked %d keys (want 100); the flush captured %d early (want 0)", walked, early)
-	}
-	if c.flushed != nil {
-		t.Fatal("the ended cut still holds the flushed table")
+		if c.stash != nil {
+			t.Fatalf("watch %v: the ended cut still holds its stash", watch)
+		}
 	}
 }
 
@@ -210,6 +256,7 @@ func TestLoadedSmallFilterLayout(t *testing.T) {
 		if r := src.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: items, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
+		src.Apply(&command.Cmd{Op: command.Expire, Key: []byte(key), Iter: 1 << 50, Now: 1})
 		loadImage(t, dst, key, src.Lookup(0, []byte(key), 0))
 	}
 	// A large one keeps its bits apart.
@@ -228,8 +275,11 @@ func TestLoadedSmallFilterLayout(t *testing.T) {
 		// is a smaller object when it has none.
 		at := uintptr(unsafe.Pointer(v)) + unsafe.Offsetof(smallBloomEntry{}.bits)
 		inline := len(first) > 0 && uintptr(unsafe.Pointer(&first[0])) == at
-		if inline != (key != "big") {
+		if first != nil && inline != (key != "big") { // nil: not a little-endian machine
 			t.Errorf("%s: bits in the entry %v", key, inline)
+		}
+		if want := src.Lookup(0, []byte(key), 0); v.ExpireAt != want.ExpireAt || v.Kind != KindBloom {
+			t.Errorf("%s: loaded with expiry %d kind %v, stored %d", key, v.ExpireAt, v.Kind, want.ExpireAt)
 		}
 		var filed string
 		for k := range dst.db(0).keys {

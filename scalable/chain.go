@@ -406,7 +406,7 @@ func ChainHeaderBytes(buf []byte) (uint64, error) {
 // ParseChainHeader decodes and validates a dump header
 // (SB_NewChainFromHeader) and allocates the chain. A valid header whose
 // chain would take more than maxBytes (see ChainHeaderBytes) is refused
-// with ErrTooLarge before anything is allocated.
+// with ErrTooLarge before its bits are allocated.
 func ParseChainHeader(buf []byte, maxBytes uint64) (*Chain, error) {
 	chain := new(Chain)
 	if err := ParseChainHeaderIn(buf, maxBytes, chain, nil); err != nil {
