@@ -284,6 +284,10 @@ func tdAnswer(d *tdigest.Digest, c *command.Cmd) Result {
 		return Result{Bytes: command.Floats(d.CDF(command.FloatsOf(c.Data)))}
 	case command.TDTrimmedMean:
 		cuts := command.FloatsOf(c.Data)
+		if len(cuts) != 2 {
+			// Validate refuses it; a read is not validated again here.
+			return Result{Err: ErrInvalidCommand}
+		}
 		return Result{Bytes: command.Floats([]float64{d.TrimmedMean(cuts[0], cuts[1])})}
 	case command.TDRank:
 		return Result{Ints: d.Ranks(command.FloatsOf(c.Data), c.Flag)}
