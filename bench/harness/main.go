@@ -52,7 +52,7 @@ var (
 	redisBloom = flag.String("redisbloom", "../shared/anchors/start-redisbloom", "peer mode: RedisBloom's start script")
 	durability = flag.String("durability", "", "peer mode: run only the durability whose label contains this (durable, everysec, memory); windows mode: memory runs both in memory")
 	fillReads  = flag.Bool("fill", true, "peer mode: fill the read cases' filters first (random bits: a Bloom filter at capacity); false: lookups in empty ones, pages never touched")
-	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run (0: skip the creation case)")
+	creates    = flag.Int("creates", 1000000, "peer mode: filters created by BF.ADD tenant:N x per run, each run on fresh servers (0: skip the creation case)")
 	portBase   = flag.Int("port-base", 0, "first port of a range to use for the servers (0: any free port)")
 	nextPort   int
 	// windows mode

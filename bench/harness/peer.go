@@ -88,49 +88,85 @@ type peerCase struct {
 }
 
 func peerCompare(a, b *server, label string, cases []peerCase) {
-	fmt.Printf("\n# %s: %s vs %s, %d rounds alternating, medians\n", label, a.name, b.name, *rounds)
-	fmt.Printf("%-34s | %6s %6s %6s | %10s %7s %7s %7s %7s | %10s %7s %7s %7s %7s\n", "case", "rps×", "p99×", "cpu×",
-		a.name+" rps", "p50", "p99", "p99.9", "µs/req", b.name+" rps", "p50", "p99", "p99.9", "µs/req")
+	printPeerHeader(label, a.name, b.name)
 	for _, c := range cases {
 		if *only != "" && !strings.Contains(c.name, *only) {
 			continue
 		}
 		var ra, rb []peerRun
 		for r := 0; r < *rounds; r++ {
-			first, second := a, b
-			if r%2 == 1 {
-				first, second = b, a
-			}
-			x := peerBench(first, c.clients, c.pipeline, c.n, c.keyspace, c.args)
-			y := peerBench(second, c.clients, c.pipeline, c.n, c.keyspace, c.args)
-			if first == a {
-				ra, rb = append(ra, x), append(rb, y)
-			} else {
-				ra, rb = append(ra, y), append(rb, x)
-			}
+			x, y := peerRound(a, b, r, c)
+			ra, rb = append(ra, x), append(rb, y)
 		}
-		med := medianOf[peerRun]
-		rps := func(r peerRun) float64 { return r.rps * float64(c.perReq) }
-		p50 := func(r peerRun) float64 { return r.p50 }
-		p99 := func(r peerRun) float64 { return r.p99 }
-		p999 := func(r peerRun) float64 { return r.p999 }
-		cpu := func(r peerRun) float64 { return float64(r.cpuPerReq.Nanoseconds()) / 1000 / float64(c.perReq) }
-		ratio := func(f func(peerRun) float64) float64 {
-			if med(rb, f) == 0 {
-				return 0
-			}
-			return med(ra, f) / med(rb, f)
-		}
-		name := c.name
-		if c.perReq > 1 {
-			name += " (items/s)"
-		}
-		fmt.Printf("%-34s | %6.2f %6.2f %6.2f | %10.0f %7.3f %7.3f %7.3f %7.2f | %10.0f %7.3f %7.3f %7.3f %7.2f\n", name,
-			ratio(rps), ratio(p99), ratio(cpu),
-			med(ra, rps), med(ra, p50), med(ra, p99), med(ra, p999), med(ra, cpu),
-			med(rb, rps), med(rb, p50), med(rb, p99), med(rb, p999), med(rb, cpu))
+		printPeerRow(c, ra, rb)
 	}
 	fmt.Printf("peak RSS: %s %d MiB, %s %d MiB\n", a.name, a.memKB("VmHWM")/1024, b.name, b.memKB("VmHWM")/1024)
+}
+
+// peerFresh is peerCompare for one case whose every round starts from two
+// fresh servers (start), stopped after it: creating N filters in an empty
+// node, as the issue asks, not beside the rounds before. Emptying the
+// servers instead (FLUSHALL, then BGSAVE) left bfserver writing the last
+// round's deletions to its image through the next round's creations.
+func peerFresh(label string, c peerCase, start func() (a, b *server)) {
+	if *only != "" && !strings.Contains(c.name, *only) {
+		return
+	}
+	printPeerHeader(label+", fresh servers every round", "bfserver", "redisbloom")
+	var ra, rb []peerRun
+	var peakA, peakB int64
+	for r := 0; r < *rounds; r++ {
+		a, b := start()
+		x, y := peerRound(a, b, r, c)
+		ra, rb = append(ra, x), append(rb, y)
+		peakA, peakB = max(peakA, a.memKB("VmHWM")), max(peakB, b.memKB("VmHWM"))
+		a.stop()
+		b.stop()
+	}
+	printPeerRow(c, ra, rb)
+	fmt.Printf("peak RSS: bfserver %d MiB, redisbloom %d MiB\n", peakA/1024, peakB/1024)
+}
+
+// peerRound runs c once on each server, the first alternating by round.
+func peerRound(a, b *server, r int, c peerCase) (x, y peerRun) {
+	if r%2 == 1 {
+		y = peerBench(b, c.clients, c.pipeline, c.n, c.keyspace, c.args)
+		x = peerBench(a, c.clients, c.pipeline, c.n, c.keyspace, c.args)
+		return x, y
+	}
+	x = peerBench(a, c.clients, c.pipeline, c.n, c.keyspace, c.args)
+	y = peerBench(b, c.clients, c.pipeline, c.n, c.keyspace, c.args)
+	return x, y
+}
+
+func printPeerHeader(label, a, b string) {
+	fmt.Printf("\n# %s: %s vs %s, %d rounds alternating, medians\n", label, a, b, *rounds)
+	fmt.Printf("%-34s | %6s %6s %6s | %10s %7s %7s %7s %7s | %10s %7s %7s %7s %7s\n", "case", "rps×", "p99×", "cpu×",
+		a+" rps", "p50", "p99", "p99.9", "µs/req", b+" rps", "p50", "p99", "p99.9", "µs/req")
+}
+
+// printPeerRow prints a case's medians, ratios first.
+func printPeerRow(c peerCase, ra, rb []peerRun) {
+	med := medianOf[peerRun]
+	rps := func(r peerRun) float64 { return r.rps * float64(c.perReq) }
+	p50 := func(r peerRun) float64 { return r.p50 }
+	p99 := func(r peerRun) float64 { return r.p99 }
+	p999 := func(r peerRun) float64 { return r.p999 }
+	cpu := func(r peerRun) float64 { return float64(r.cpuPerReq.Nanoseconds()) / 1000 / float64(c.perReq) }
+	ratio := func(f func(peerRun) float64) float64 {
+		if med(rb, f) == 0 {
+			return 0
+		}
+		return med(ra, f) / med(rb, f)
+	}
+	name := c.name
+	if c.perReq > 1 {
+		name += " (items/s)"
+	}
+	fmt.Printf("%-34s | %6.2f %6.2f %6.2f | %10.0f %7.3f %7.3f %7.3f %7.2f | %10.0f %7.3f %7.3f %7.3f %7.2f\n", name,
+		ratio(rps), ratio(p99), ratio(cpu),
+		med(ra, rps), med(ra, p50), med(ra, p99), med(ra, p999), med(ra, cpu),
+		med(rb, rps), med(rb, p50), med(rb, p99), med(rb, p999), med(rb, cpu))
 }
 
 // peer runs issue #25's cases against RedisBloom: reads at depth 1 (50
@@ -186,13 +222,16 @@ func peer() {
 			cases = append(cases,
 				peerCase{"bulk BF.MADD x1000 P8 c10", madd, 10, 8, 1000, "1000000000", 1000},
 			)
-			if *creates > 0 {
-				cases = append(cases, peerCase{"create BF.ADD tenant:N P100 c10", []string{"BF.ADD", "tenant:__rand_int__", "x"}, 10, 100, *creates, "100000000000", 1})
-			}
 		}
 		peerCompare(bf, rb, d.label, cases)
 		bf.stop()
 		rb.stop()
+		if i == 0 && *creates > 0 {
+			create := peerCase{"create BF.ADD tenant:N P100 c10", []string{"BF.ADD", "tenant:__rand_int__", "x"}, 10, 100, *creates, "100000000000", 1}
+			peerFresh(d.label, create, func() (*server, *server) {
+				return startBF(append(d.bf, "--max-filter-bytes", "4294967296")...), startRedisBloom(d.rb...)
+			})
+		}
 	}
 }
 
