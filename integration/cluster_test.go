@@ -18,15 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func freeAddrOn(t testing.TB, ip string) string {
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startCluster runs nodes on the given loopback IPs: the first bootstraps,
 // the others join through it.
 func startCluster(t *testing.T, ips []string, args ...string) []*node {

@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,8 +90,36 @@ type node struct {
 	wrap []string
 }
 
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(t testing.TB) string { return freeAddrOn(t, "127.0.0.1") }
+
+// freeAddrOn picks a free port on ip below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range): a node killed and started again binds
+// its ports again, and a port of that range may meanwhile have become
+// any outgoing connection's local port (TestLargeSnapshotInstall's
+// follower once failed to start again so: "bind: address already in
+// use"). Where the range leaves no room below it, any free port.
+func freeAddrOn(t testing.TB, ip string) string {
+	t.Helper()
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				lo = n
+			}
+		}
+	}
+	const first = 10000
+	for range 500 {
+		if lo-first < 1000 {
+			break
+		}
+		addr := net.JoinHostPort(ip, strconv.Itoa(first+rand.IntN(lo-first)))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
