@@ -113,9 +113,9 @@ func smallEntry[K ~string | ~[]byte](key K) (*bloomEntry, []uint64, string) {
 // auto-create) sizes it, and the key to file it under: c.Key's bytes,
 // held in the entry itself when they fit beside small bits. The entry's
 // key bytes are never written again, so the string is immutable as Go
-// requires. It keeps the whole entry alive while anything holds it: the
-// change record does until the image's next flush, so a FLUSHALL gives
-// the record copies of its keys instead (Keyspace.flush).
+// requires. It keeps the whole entry alive while anything holds it, so
+// the change record, which outlives deleted keys until the image's next
+// flush, keeps copies of such keys instead (Keyspace.recordKey).
 func newBloom(c *command.Cmd) (*Value, string, error) {
 	nonScaling := c.NonScaling || c.Expansion == 0
 	var e *bloomEntry

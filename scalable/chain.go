@@ -54,15 +54,6 @@ type Chain struct {
 	Growth  uint32
 }
 
-// newChain is a chain whose first link has parameters p.
-func newChain(p engine.BloomParams, options, growth uint32) *Chain {
-	c := new(Chain)
-	c.init(p, options, growth)
-	return c
-}
-
-func (c *Chain) init(p engine.BloomParams, options, growth uint32) { c.initIn(p, options, growth, nil) }
-
 func (c *Chain) initIn(p engine.BloomParams, options, growth uint32, buf []uint64) {
 	c.Options, c.Growth = options, growth
 	c.first.InitIn(p, buf)
