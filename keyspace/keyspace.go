@@ -323,9 +323,7 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	if k.dirty == nil {
 		return
 	}
-	if keyInside(v, key) {
-		key = k.recordKey(key)
-	}
+	key = k.recordKey(v, key)
 	dk := dirtyKey{dbi, key}
 	if !k.voids && !k.watch.on.Load() {
 		v.setStamp(k.epoch)
@@ -344,10 +342,16 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	k.marked, k.markedOK, k.markedFull = dk, true, false
 }
 
-// recordKey copies key into recordKeys. The slab's bytes are never
+// recordKey is key as the record may hold it, v's key: a copy in
+// recordKeys when key is the one v's entry holds (keyInside), which the
+// record would otherwise keep alive with its whole entry after v is
+// deleted, until the image's next flush. The slab's bytes are never
 // written again once appended (a full slab is replaced, not reused), so
 // the string is immutable.
-func (k *Keyspace) recordKey(key string) string {
+func (k *Keyspace) recordKey(v *Value, key string) string {
+	if !keyInside(v, key) {
+		return key
+	}
 	if len(k.recordKeys)+len(key) > cap(k.recordKeys) {
 		k.recordKeys = make([]byte, 0, max(64<<10, len(key)))
 	}
@@ -681,12 +685,7 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	d.mu.Unlock()
 	var stamp uint64
 	for key, v := range old {
-		if keyInside(v, key) {
-			// The record outlives the values: not the entries that hold
-			// the keys, kept until the image's next flush beside whatever
-			// is created meanwhile.
-			key = k.recordKey(key)
-		}
+		key = k.recordKey(v, key) // the map's key, perhaps v's own
 		k.removed(dbi, key)
 		if k.watch.on.Load() && !v.expired(now) {
 			if stamp == 0 {
