@@ -68,17 +68,33 @@ func TestProbePositions(t *testing.T) {
 	}
 }
 
-// TestTestAgreesWithBits checks both lookup paths (bit by bit for a small
-// filter, loads first for one above cacheResident) against the bits
-// themselves, for added items and for fresh ones.
+// TestTestAgreesWithBits checks every lookup path (bit by bit for a small
+// filter; loads first for one above cacheResident, in two rounds with
+// more than stagedHashes hashes) against the bits themselves, for added
+// items and for fresh ones. The filter of many hashes is half full, as at
+// capacity, so that fresh items reach the second round.
 func TestTestAgreesWithBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, entries := range []uint64{2000, 10_000_000} {
-		p, _ := SizeBloom(entries, 0.01)
+	for _, c := range []struct {
+		entries uint64
+		error   float64
+		full    bool
+	}{{2000, 0.01, false}, {10_000_000, 0.01, false}, {3_000_000, 0.01 / (1 << 12), true}} {
+		entries := c.entries
+		p, _ := SizeBloom(entries, c.error)
 		b := NewBloom(p)
 		if entries > 5000 && b.Bytes <= cacheResident {
 			t.Fatalf("%d entries make %d bytes: not above cacheResident", entries, b.Bytes)
 		}
+		if c.full {
+			if p.Hashes <= stagedHashes {
+				t.Fatalf("%d hashes: Test loads them in one round", p.Hashes)
+			}
+			for i := range b.words() {
+				b.words()[i] = rng.Uint64()
+			}
+		}
+		second := 0 // fresh items whose first round of bits is all set
 		added := make([]Hash, 20000)
 		for i := range added {
 			added[i] = Hash{rng.Uint64(), rng.Uint64()}
@@ -90,12 +106,16 @@ func TestTestAgreesWithBits(t *testing.T) {
 			if n%2 == 0 {
 				h = added[n/2]
 			}
-			want := true
+			want, firstSet := true, true
 			for i := uint64(0); i < uint64(p.Hashes); i++ {
 				x := (h.A + i*h.B) % p.Bits
 				if b.words()[x>>6]&(1<<(x&63)) == 0 {
 					want = false
+					firstSet = firstSet && i >= firstStage
 				}
+			}
+			if n%2 == 1 && firstSet && !want {
+				second++
 			}
 			if n%2 == 0 && !want {
 				t.Fatalf("%d entries: added hash %x has a clear bit", entries, h)
@@ -111,6 +131,9 @@ func TestTestAgreesWithBits(t *testing.T) {
 		}
 		if pos == 0 || neg == 0 {
 			t.Fatalf("%d entries: %d positive and %d negative lookups; both paths need both", entries, pos, neg)
+		}
+		if c.full && second == 0 {
+			t.Fatalf("%d entries: no absent item reached the second round", entries)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestPrefetchChangesNothing: Prefetch leaves every bit and every dirty mark
+// TestPrefetchChangesNothing: Prefetch and PrefetchTest leave every bit and every dirty mark
 // as it found them, and a filter filled with prefetches interleaved ends
 // byte-identical to one filled without, with the same answers.
 func TestPrefetchChangesNothing(t *testing.T) {
@@ -33,6 +33,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			marks := append([]uint64(nil), fetched.Dirty.x.bits...)
 			for _, h := range hs {
 				fetched.Prefetch(h)
+				fetched.PrefetchTest(h)
 			}
 			if !bytes.Equal(before, wordsOf(fetched)) {
 				t.Fatal("Prefetch changed bits")
@@ -92,4 +93,49 @@ func BenchmarkAddLarge(b *testing.B) {
 			f.Add(hs[i&mask])
 		}
 	})
+}
+
+// BenchmarkTestLarge: membership tests in a half-full 120 MB filter (100M
+// entries, 1%, 7 hashes) and in one of 22 hashes (a scalable chain's later
+// link, its error halved at every link), for items absent (a cache
+// guard's common answer, and every add's test of a chain's older links)
+// and present, one at a time as reads are served.
+func BenchmarkTestLarge(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		n     uint64
+		error float64
+	}{{"k7", 100_000_000, 0.01}, {"k22", 20_000_000, 0.01 / (1 << 12)}} {
+		p, _ := SizeBloom(c.n, c.error)
+		f := NewBloom(p)
+		rng := rand.New(rand.NewPCG(9, 10))
+		present := make([]Hash, 1<<20)
+		for i := range present {
+			present[i] = Hash{rng.Uint64(), rng.Uint64()}
+		}
+		// Half the bits set, as at capacity: random words, then the
+		// present items' bits.
+		words := f.words()
+		for i := range words {
+			words[i] = rng.Uint64()
+		}
+		for _, h := range present {
+			f.Add(h)
+		}
+		absent := make([]Hash, 1<<20)
+		for i := range absent {
+			absent[i] = Hash{rng.Uint64(), rng.Uint64()}
+		}
+		const mask = 1<<20 - 1
+		b.Run(c.name+"/absent", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				f.Test(absent[i&mask])
+			}
+		})
+		b.Run(c.name+"/present", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				f.Test(present[i&mask])
+			}
+		})
+	}
 }

@@ -148,13 +148,18 @@ func (c *Chain) hash(item []byte) engine.Hash {
 }
 
 // Prefetch starts loading the bits the item would touch in every link (see
-// engine.Bloom.Prefetch). It changes nothing.
+// engine.Bloom.Prefetch): in the newest all of them, which an add sets; in
+// the older ones those a test of an absent item loads (PrefetchTest),
+// which is what an add asks of them. It changes nothing.
 func (c *Chain) Prefetch(item []byte) {
 	h := c.hash(item)
 	var one [1]*Link
-	for _, l := range c.LinksIn(&one) {
-		l.Prefetch(h)
+	links := c.LinksIn(&one)
+	last := len(links) - 1
+	for _, l := range links[:last] {
+		l.PrefetchTest(h)
 	}
+	links[last].Prefetch(h)
 }
 
 // Test reports whether the item may be in the chain.

@@ -25,3 +25,49 @@ func BenchmarkScalingLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChainAddLarge is the state machine's adds into a chain that
+// already holds 20 million items (18 links, the later ones past 8 MiB
+// with 20 and more hashes), with Prefetch four items ahead as bfAdd does;
+// one op is a BF.MADD of 1,000 items. Every add tests the older links
+// (the item is absent from them) and sets its bits in the newest.
+func BenchmarkChainAddLarge(b *testing.B) {
+	c, err := NewChain(100, 0.01, 2, false, noCap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf [8]byte
+	next := uint64(0)
+	item := func(p []byte) {
+		binary.LittleEndian.PutUint64(p, next*0x9E3779B97F4A7C15)
+		next++
+	}
+	for range 20_000_000 {
+		item(buf[:])
+		if _, err := c.Add(buf[:], noCap); err != nil {
+			b.Fatal(err)
+		}
+	}
+	items := make([][]byte, 1000)
+	for i := range items {
+		items[i] = make([]byte, 8)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		for _, it := range items {
+			item(it)
+		}
+		b.StartTimer()
+		for _, it := range items[:4] {
+			c.Prefetch(it)
+		}
+		for i, it := range items {
+			if i+4 < len(items) {
+				c.Prefetch(items[i+4])
+			}
+			if _, err := c.Add(it, noCap); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
