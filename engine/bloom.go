@@ -316,14 +316,23 @@ func (b *Bloom) testStaged(h Hash) bool {
 // all k words first, and at 100M items (120 MiB) slower or no faster.
 const cacheResident = 8 << 20
 
+// manyHashesResident is the bit-array size up to which Add probes one
+// bit at a time when the filter has more than stagedHashes hashes (a
+// chain's later link): about a core's L2 cache. Past it the misses of so
+// many probes are worth overlapping well below cacheResident: a chain
+// growing from 1M to 3M items, whose newest link is 1–8 MiB with 20 and
+// more hashes, added 8–12% faster (a throwaway benchmark, three runs).
+const manyHashesResident = 1 << 20
+
 // Add sets the item's bits and reports whether any of them was clear.
 //
-// For a filter larger than cacheResident with up to 32 hashes it reads
-// every word first and sets bits after: the reads are independent, so
-// their cache misses overlap, whereas a locked OR between them would wait
-// for each miss in turn. A bit already set is never ORed again.
+// For a filter larger than cacheResident (manyHashesResident with many
+// hashes) with up to 32 hashes it reads every word first and sets bits
+// after: the reads are independent, so their cache misses overlap,
+// whereas a locked OR between them would wait for each miss in turn. A
+// bit already set is never ORed again.
 func (b *Bloom) Add(h Hash) bool {
-	if b.Bytes > cacheResident && b.Hashes <= 32 {
+	if b.Hashes <= 32 && (b.Bytes > cacheResident || b.Hashes > stagedHashes && b.Bytes > manyHashesResident) {
 		return b.addBatched(h)
 	}
 	flipped := false

@@ -15,12 +15,15 @@ func TestProbePositions(t *testing.T) {
 	for _, c := range []struct {
 		entries uint64
 		err     float64
-	}{{1, 0.01}, {7, 0.1}, {1000, 0.01}, {12345, 0.001}, {100, 1e-12}} {
+	}{{1, 0.01}, {7, 0.1}, {1000, 0.01}, {12345, 0.001}, {100, 1e-12}, {400_000, 1e-6}} {
 		p, ok := SizeBloom(c.entries, c.err)
 		if !ok {
 			t.Fatal("SizeBloom refused", c)
 		}
 		params = append(params, p)
+	}
+	if p := params[len(params)-1]; p.Bytes <= manyHashesResident || p.Hashes <= stagedHashes || p.Bytes > cacheResident {
+		t.Fatalf("%+v: not the batched add of many hashes below cacheResident", p)
 	}
 	legacy, _ := SizeBloom(1000, 0.01)
 	legacy.N2 = 12
@@ -34,7 +37,11 @@ func TestProbePositions(t *testing.T) {
 		if p.N2 > 0 {
 			mod = uint64(1) << p.N2
 		}
-		for n := 0; n < 2000; n++ {
+		tries := 2000
+		if p.Bytes > manyHashesResident {
+			tries = 20 // each scans every bit of a megabyte and a half
+		}
+		for n := 0; n < tries; n++ {
 			h := Hash{rng.Uint64(), rng.Uint64()}
 			if n%5 == 0 {
 				h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
