@@ -321,7 +321,8 @@ const cacheResident = 8 << 20
 // chain's later link): about a core's L2 cache. Past it the misses of so
 // many probes are worth overlapping well below cacheResident: a chain
 // growing from 1M to 3M items, whose newest link is 1–8 MiB with 20 and
-// more hashes, added 8–12% faster (a throwaway benchmark, three runs).
+// more hashes, added faster in 14 of 17 alternating pairs (scalable's
+// BenchmarkChainAdd/1M; docs/BENCHMARKS.md).
 const manyHashesResident = 1 << 20
 
 // Add sets the item's bits and reports whether any of them was clear.
