@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -159,5 +160,98 @@ func TestShapeKeyBits(t *testing.T) {
 	nan.Error = math.NaN()
 	if a, b := shapeOf(nan), shapeOf(nan); a != b {
 		t.Fatal("a NaN parameter made a second shape")
+	}
+}
+
+// TestStagedMatchesBits: a filter above cacheResident answers from its
+// bits for every number of hashes the loaded path takes (1–32, one round
+// or two), on a half-full array where absent items reach any round.
+func TestStagedMatchesBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	p, _ := SizeBloom(8_000_000, 0.01)
+	if p.Bytes <= cacheResident {
+		t.Fatalf("%d bytes: not above cacheResident", p.Bytes)
+	}
+	b := NewBloom(p)
+	words := b.words()
+	for i := range words {
+		words[i] = rng.Uint64() | rng.Uint64() // three bits in four: later rounds are reached
+	}
+	for k := uint32(1); k <= 32; k++ {
+		b.Hashes = k
+		second := 0
+		for n := 0; n < 3000; n++ {
+			h := Hash{rng.Uint64(), rng.Uint64()}
+			if n%7 == 0 {
+				h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
+			}
+			want, cleared := true, -1
+			for i := uint64(0); i < uint64(k); i++ {
+				x := (h.A + i*h.B) % p.Bits
+				if words[x>>6]&(1<<(x&63)) == 0 {
+					want = false
+					if cleared < 0 {
+						cleared = int(i)
+					}
+				}
+			}
+			if cleared >= firstStage {
+				second++
+			}
+			if got := b.Test(h); got != want {
+				t.Fatalf("%d hashes, hash %x: Test %v, bits say %v", k, h, got, want)
+			}
+		}
+		if k > stagedHashes && second == 0 {
+			t.Fatalf("%d hashes: no lookup was answered in the second round", k)
+		}
+	}
+}
+
+// TestBatchedAddMarks: a filter of many hashes between manyHashesResident
+// and cacheResident adds with its loads together, and sets the same bits
+// and dirty marks that setting them one at a time does.
+func TestBatchedAddMarks(t *testing.T) {
+	p, _ := SizeBloom(400_000, 1e-6)
+	if p.Bytes <= manyHashesResident || p.Bytes > cacheResident || p.Hashes <= stagedHashes {
+		t.Fatalf("%+v: not a batched add of many hashes below cacheResident", p)
+	}
+	got, want := NewBloom(p), NewBloom(p)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n < 5000; n++ {
+		h := Hash{rng.Uint64(), rng.Uint64()}
+		switch n % 5 {
+		case 1:
+			h.B = 0 // every probe on one bit
+		case 2:
+			h.B = p.Bits // likewise, modulo m
+		}
+		flipped := false
+		for i := uint64(0); i < uint64(p.Hashes); i++ {
+			x := (h.A + i*h.B) % p.Bits
+			if w := &want.words()[x>>6]; *w&(1<<(x&63)) == 0 {
+				*w |= 1 << (x & 63)
+				want.mark(x >> 3)
+				flipped = true
+			}
+		}
+		if got.Add(h) != flipped {
+			t.Fatalf("hash %x: Add reported %v, the bits %v", h, !flipped, flipped)
+		}
+	}
+	if !slices.Equal(got.words(), want.words()) {
+		t.Fatal("the bits differ")
+	}
+	ext := func(d Dirty) []uint64 {
+		if d.x == nil {
+			return nil
+		}
+		return d.x.bits
+	}
+	if got.Dirty.word != want.Dirty.word || !slices.Equal(ext(got.Dirty), ext(want.Dirty)) {
+		t.Fatal("the dirty marks differ")
+	}
+	if got.Dirty.word == 0 && len(ext(got.Dirty)) == 0 {
+		t.Fatal("no chunk marked dirty")
 	}
 }

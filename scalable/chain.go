@@ -150,7 +150,8 @@ func (c *Chain) hash(item []byte) engine.Hash {
 // Prefetch starts loading the bits the item would touch in every link (see
 // engine.Bloom.Prefetch): in the newest all of them, which an add sets; in
 // the older ones those a test of an absent item loads (PrefetchTest),
-// which is what an add asks of them. It changes nothing.
+// which is what an add asks of them, and what a lookup (BF.MEXISTS) finds
+// in all but the one link an item is in. It changes nothing.
 func (c *Chain) Prefetch(item []byte) {
 	h := c.hash(item)
 	var one [1]*Link
