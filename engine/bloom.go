@@ -374,14 +374,8 @@ func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 // that the cache misses of a filter larger than the cache (one per bit,
 // about 100 ns each) overlap across items instead of adding up.
 func (b *Bloom) Prefetch(h Hash) {
-	if b.Bytes <= cacheResident {
-		return
-	}
-	words := b.words()
-	p := b.start(h)
-	for i := uint32(0); i < b.Hashes; i++ {
-		prefetch(&words[p.r>>6])
-		p = b.next(p, h)
+	if b.Bytes > cacheResident {
+		b.prefetchFirst(h, b.Hashes)
 	}
 }
 
@@ -396,6 +390,11 @@ func (b *Bloom) PrefetchTest(h Hash) {
 	if n > stagedHashes {
 		n = firstStage
 	}
+	b.prefetchFirst(h, n)
+}
+
+// prefetchFirst starts loading the words of the item's first n bits.
+func (b *Bloom) prefetchFirst(h Hash, n uint32) {
 	words := b.words()
 	p := b.start(h)
 	for range n {
