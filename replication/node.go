@@ -172,6 +172,9 @@ type Options struct {
 
 	// wrapLog lets tests put a failing store in front of the Raft log.
 	wrapLog func(raft.LogStore) raft.LogStore
+	// noCampaign leaves a lone voter's election to Raft's heartbeat
+	// timeout (campaign), for tests of what a node does before it.
+	noCampaign bool
 	// ownSecret: Validate made ClusterSecret, and no other node knows it.
 	ownSecret bool
 	// idDefault: NodeID was not given (Validate made it RaftAddr), so the
@@ -566,6 +569,9 @@ func (n *Node) startRaft() error {
 	if sole && n.voters.Load() != 1 {
 		n.soleStart.Store(false) // the image said alone; the log says otherwise
 	}
+	if !o.noCampaign {
+		go n.campaign(cfg.LocalID)
+	}
 	observations := make(chan raft.Observation, 16)
 	n.raft.RegisterObserver(raft.NewObserver(observations, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -575,6 +581,39 @@ func (n *Node) startRaft() error {
 	go n.watchLeadership(notify)
 	go n.watchLeader(observations)
 	return nil
+}
+
+// campaign starts this node's election at once when it is the only voter
+// of its configuration. Raft's follower waits a heartbeat timeout (500 ms
+// to 1 s) for a leader before it stands, though a lone voter's can only
+// be itself, and every write after a start or restart waited that long.
+// Raft has no call for it; its TimeoutNow RPC, which a leadership
+// transfer sends its target, is that election, so the node sends it to
+// itself through its own transport. An election is safe whenever it
+// starts (votes decide, not timers): if the dial fails, the timeout
+// elects the node as before.
+func (n *Node) campaign(id raft.ServerID) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil || !soleVoter(f.Configuration(), id) || n.raft.State() != raft.Follower {
+		return
+	}
+	addr := n.trans.LocalAddr()
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: n.trans.EncodePeer(id, addr)}}
+	if err := n.trans.TimeoutNow(id, addr, req, &raft.TimeoutNowResponse{}); err != nil {
+		n.log.Info("election at start left to the heartbeat timeout", "err", err)
+	}
+}
+
+// soleVoter: id is the configuration's one voter.
+func soleVoter(c raft.Configuration, id raft.ServerID) bool {
+	voters, self := 0, false
+	for _, s := range c.Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			self = self || s.ID == id
+		}
+	}
+	return voters == 1 && self
 }
 
 // watchLeadership marks a new leader ready for reads once an entry of its

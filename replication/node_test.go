@@ -16,6 +16,7 @@ import (
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/keyspace"
+	"github.com/hashicorp/raft"
 )
 
 func freeAddr(t *testing.T) string {
@@ -187,7 +188,7 @@ func crash(n *Node) {
 // same entries.
 func TestSoleVoterServesBeforeElection(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: dir, FlushInterval: time.Hour}
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: dir, FlushInterval: time.Hour, noCampaign: true}
 	n, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +243,57 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 	}
 	if got := info(); got != 52 {
 		t.Fatalf("after the election %d items, want 52", got)
+	}
+}
+
+// TestSoleVoterElectsAtOnce: a lone voter stands for election as it
+// starts, fresh and after a crash, rather than after its heartbeat
+// timeout: with a timeout of a minute, it leads and takes writes within
+// the test's 20 seconds.
+func TestSoleVoterElectsAtOnce(t *testing.T) {
+	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,
+		HeartbeatTimeout: time.Minute, ElectionTimeout: time.Minute}
+	add := []*command.Cmd{{Op: command.BFAdd, Key: []byte("b"), Items: [][]byte{[]byte("x")}, Capacity: 100, ErrorRate: 0.01, Expansion: 2, MaxBytes: 1 << 20}}
+	for _, start := range []string{"fresh", "restarted"} {
+		n, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		for !n.IsLeader() {
+			if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+				crash(n)
+				t.Fatalf("%s: not leader after 20s, with a heartbeat timeout of a minute: %v", start, err)
+			}
+		}
+		if _, err := n.Write(ctx, add); err != nil {
+			t.Fatalf("%s: %v", start, err)
+		}
+		cancel()
+		crash(n)
+	}
+}
+
+// TestSoleVoter: only a configuration whose one voter is the node lets
+// it stand at once (campaign).
+func TestSoleVoter(t *testing.T) {
+	v := func(id string) raft.Server { return raft.Server{ID: raft.ServerID(id), Suffrage: raft.Voter} }
+	nv := func(id string) raft.Server { return raft.Server{ID: raft.ServerID(id), Suffrage: raft.Nonvoter} }
+	for _, c := range []struct {
+		servers []raft.Server
+		want    bool
+	}{
+		{nil, false},
+		{[]raft.Server{v("a")}, true},
+		{[]raft.Server{v("a"), nv("b")}, true},
+		{[]raft.Server{v("b")}, false},
+		{[]raft.Server{nv("a"), v("b")}, false},
+		{[]raft.Server{v("a"), v("b")}, false},
+		{[]raft.Server{v("a"), v("b"), v("c")}, false},
+	} {
+		if got := soleVoter(raft.Configuration{Servers: c.servers}, "a"); got != c.want {
+			t.Errorf("soleVoter(%v, a) = %v, want %v", c.servers, got, c.want)
+		}
 	}
 }
 
