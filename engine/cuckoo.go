@@ -113,6 +113,17 @@ func (t *CuckooTable) Contains(l Lookup) bool {
 	return false
 }
 
+// Prefetch starts loading both candidate buckets and returns at once: a
+// session calls it a command ahead of a lookup in a pipeline, as
+// Bloom.Prefetch. A table the cache holds anyway is left alone.
+func (t *CuckooTable) Prefetch(l Lookup) {
+	if len(t.Data) <= cacheResident {
+		return
+	}
+	prefetchByte(&t.Data[t.index(l.H1)])
+	prefetchByte(&t.Data[t.index(l.H2)])
+}
+
 // Count counts the fingerprint in both candidate buckets; a bucket that is
 // both candidates is counted twice, as RedisBloom does.
 func (t *CuckooTable) Count(l Lookup) uint64 {

@@ -5,3 +5,8 @@ package engine
 //
 //go:noescape
 func prefetch(p *uint64)
+
+// prefetchByte is prefetch for the line holding a byte (a Cuckoo bucket).
+//
+//go:noescape
+func prefetchByte(p *byte)

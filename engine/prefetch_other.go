@@ -3,3 +3,5 @@
 package engine
 
 func prefetch(*uint64) {}
+
+func prefetchByte(*byte) {}

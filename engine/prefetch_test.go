@@ -139,3 +139,38 @@ func BenchmarkTestLarge(b *testing.B) {
 		})
 	}
 }
+
+// TestCuckooPrefetchChangesNothing: CuckooTable.Prefetch leaves every slot
+// and dirty mark as it found them, in a regular table and in one of 3·2^k
+// buckets (a crafted dump's), whose 32-bit index wraps nowhere but whose
+// buckets are not a power of two, for hashes that reach its last bucket.
+func TestCuckooPrefetchChangesNothing(t *testing.T) {
+	for _, nb := range []uint32{1 << 23, 3 << 22} {
+		tb := NewCuckooTable(nb, 2)
+		if len(tb.Data) <= cacheResident {
+			t.Fatalf("%d bytes: not above cacheResident, Prefetch would do nothing", len(tb.Data))
+		}
+		rng := rand.New(rand.NewPCG(11, 12))
+		for range 1000 {
+			l := NewLookup(rng.Uint64())
+			if s := tb.FreeSlot(l); s >= 0 {
+				tb.Set(s, l.FP)
+			}
+		}
+		before := bytes.Clone(tb.Data)
+		dirty := tb.Dirty
+		marks := append([]uint64(nil), tb.Dirty.x.bits...)
+		for _, h := range []uint64{0, uint64(nb) - 1, uint64(nb), ^uint64(0)} {
+			tb.Prefetch(NewLookup(h))
+		}
+		for range 100000 {
+			tb.Prefetch(NewLookup(rng.Uint64()))
+		}
+		if !bytes.Equal(before, tb.Data) {
+			t.Fatal("Prefetch changed slots")
+		}
+		if dirty.word != tb.Dirty.word || !slices.Equal(marks, tb.Dirty.x.bits) {
+			t.Fatal("Prefetch changed dirty marks")
+		}
+	}
+}

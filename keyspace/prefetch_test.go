@@ -51,3 +51,45 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		t.Fatalf("digests differ: %s, %s", a, b)
 	}
 }
+
+// TestPrefetchExistsChangesNothing: PrefetchExists, on Bloom and Cuckoo
+// filters above the cache size, a key of another type, a missing key and
+// an expired one, creates and removes no key and changes no filter.
+func TestPrefetchExistsChangesNothing(t *testing.T) {
+	k := New()
+	for _, c := range []*command.Cmd{
+		{Op: command.BFReserve, Key: []byte("bf"), ErrorRate: 0.01, Capacity: 10_000_000, Expansion: 2, NonScaling: true},
+		{Op: command.CFReserve, Key: []byte("cf"), Capacity: 10_000_000, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32},
+		{Op: command.BFAdd, Key: []byte("bf"), Items: [][]byte{[]byte("a")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2, Now: 1},
+		{Op: command.CFAdd, Key: []byte("cf"), Items: [][]byte{[]byte("a")}, Capacity: 1024, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, Now: 1},
+		{Op: command.Set, Key: []byte("str"), Data: []byte("v")},
+		{Op: command.BFAdd, Key: []byte("gone"), Items: [][]byte{[]byte("x")}, ErrorRate: 0.01, Capacity: 100, Expansion: 2},
+		{Op: command.Expire, Key: []byte("gone"), Iter: 3, Now: 1}, // due at 3; the prefetches run at 5
+	} {
+		c.MaxBytes = capBytes
+		if r := k.Apply(c); r.Err != nil {
+			t.Fatalf("%v: %v", c.Op, r.Err)
+		}
+	}
+	digests := func() [2]string {
+		return [2]string{Digest(k.Lookup(0, []byte("bf"), 5)), Digest(k.Lookup(0, []byte("cf"), 5))}
+	}
+	before := digests()
+	for i := range 10000 {
+		for _, key := range []string{"bf", "cf", "str", "missing", "gone"} {
+			k.PrefetchExists(0, []byte(key), []byte(strconv.Itoa(i)), 5)
+		}
+	}
+	if digests() != before {
+		t.Fatal("PrefetchExists changed a filter")
+	}
+	if k.db(0).keys["missing"] != nil || k.db(0).keys["gone"] == nil || len(k.db(0).keys) != 4 {
+		t.Fatal("PrefetchExists created or removed a key")
+	}
+	for _, key := range []string{"bf", "cf"} {
+		op := map[string]command.Op{"bf": command.BFExists, "cf": command.CFExists}[key]
+		if r := k.Read(&command.Cmd{Op: op, Key: []byte(key), Items: [][]byte{[]byte("a")}, Now: 5}); len(r.Ints) != 1 || r.Ints[0] != 1 {
+			t.Fatalf("%s: %+v after the prefetches", key, r)
+		}
+	}
+}

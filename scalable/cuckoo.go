@@ -143,6 +143,17 @@ func (c *Cuckoo) Exists(item []byte) bool {
 	return c.containsLocked(l)
 }
 
+// Prefetch starts loading the buckets Exists would look at, in every
+// sub-filter (engine.CuckooTable.Prefetch). It changes nothing.
+func (c *Cuckoo) Prefetch(item []byte) {
+	l := engine.NewLookup(engine.CuckooHash(item))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, t := range c.filters {
+		t.Prefetch(l)
+	}
+}
+
 // Count is CF.COUNT.
 func (c *Cuckoo) Count(item []byte) uint64 {
 	l := engine.NewLookup(engine.CuckooHash(item))

@@ -40,6 +40,9 @@ type session struct {
 	lastName [16]byte
 	lastLen  int
 	lastSpec *spec
+	// ahead holds the arguments of the next command while prefetchNext
+	// looks at it.
+	ahead [][]byte
 
 	db     uint8
 	authed bool
@@ -236,6 +239,9 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 			park = true
 			break
 		}
+		if next := pos + used; next < len(buf) && filterExists(a) {
+			s.prefetchNext(buf[next:])
+		}
 		s.dispatch(a)
 		if s.parkNow {
 			s.parkNow, park = false, true
@@ -247,6 +253,41 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 	s.settle()
 	s.inline = false
 	return pos, park
+}
+
+// maxLookAhead bounds the bytes prefetchNext parses.
+const maxLookAhead = 512
+
+// filterExists: args are a BF.EXISTS, BF.MEXISTS, CF.EXISTS or CF.MEXISTS
+// with a key and an item.
+func filterExists(args [][]byte) bool {
+	if len(args) < 3 {
+		return false
+	}
+	switch name := args[0]; len(name) {
+	case len("BF.EXISTS"):
+		return ascii.EqualFold(name, "BF.EXISTS") || ascii.EqualFold(name, "CF.EXISTS")
+	case len("BF.MEXISTS"):
+		return ascii.EqualFold(name, "BF.MEXISTS") || ascii.EqualFold(name, "CF.MEXISTS")
+	}
+	return false
+}
+
+// prefetchNext, called before a filter lookup of a pipeline runs, starts
+// loading the bits of the next command's lookup when it is one too
+// (keyspace.PrefetchExists): the lookups' cache misses then overlap the
+// work between them. The next command is parsed here only to look, and
+// only when it is small (a large one is not a lookup worth it, and would
+// be parsed twice); the batch parses it again in its turn.
+func (s *session) prefetchNext(rest []byte) {
+	rest = rest[:min(len(rest), maxLookAhead)]
+	a, _, err := resp.ParseCommand(rest, &s.srv.opts.Limits, !s.needAuth(), s.ahead[:0], nil)
+	if err != nil || !filterExists(a) {
+		return
+	}
+	s.ahead = a
+	s.srv.backend.State().PrefetchExists(s.db, a[1], a[2], s.now.UnixMilli())
+	clear(s.ahead) // it aliases the input
 }
 
 // sendBatch writes the replies the batch rendered.
