@@ -2,7 +2,10 @@
 // raft-boltdb/v2 log, the state machine over keyspace and persistence,
 // group commit, forwarding of writes from followers, linearizable read
 // barriers and membership. A single node is a one-voter cluster: the same
-// code path from one node to many.
+// code path from one node to many. A lone voter stands for election as it
+// starts (campaign: Raft's TimeoutNow, sent to itself) rather than after
+// the heartbeat timeout, and serves reads before its election
+// (fsm.replayTail).
 //
 // Flows: Write → batcher (proposals that arrive while the log is being
 // written share the next entry, encoded as each joins) → raft.Apply → fsm.Apply on every node
