@@ -61,12 +61,12 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 }
 
 // PrefetchExists starts loading the bits a BF.EXISTS of item in the key
-// would test (the buckets, for CF.EXISTS), and returns at once. A session calls it one command ahead
-// of the read in a pipeline of lookups, so that the cache misses of a
-// filter larger than the cache (a test of a random item in a 120 MB one
-// took 300 ns, 130 ns with the next one's bits loading beside it) overlap
-// the work between them instead of adding up. It reads as ReadInto does
-// and changes nothing.
+// would test (the buckets, for CF.EXISTS), and returns at once. A session
+// calls it one command ahead of the read in a pipeline of lookups, so
+// that the cache misses of a filter larger than the cache (a test of a
+// random item in a 120 MB one took 300 ns, 130 ns with the next one's
+// bits loading beside it) overlap the work between them instead of
+// adding up. It reads as ReadInto does and changes nothing.
 func (k *Keyspace) PrefetchExists(dbi uint8, key, item []byte, now int64) {
 	if k.loading {
 		return

@@ -278,10 +278,14 @@ func filterExists(args [][]byte) bool {
 // (keyspace.PrefetchExists): the lookups' cache misses then overlap the
 // work between them. The next command is parsed here only to look, and
 // only when it is small (a large one is not a lookup worth it, and would
-// be parsed twice); the batch parses it again in its turn.
+// be parsed twice); the batch parses it again in its turn. A client yet
+// to authenticate gets no look-ahead: its lookups are refused.
 func (s *session) prefetchNext(rest []byte) {
+	if s.needAuth() {
+		return
+	}
 	rest = rest[:min(len(rest), maxLookAhead)]
-	a, _, err := resp.ParseCommand(rest, &s.srv.opts.Limits, !s.needAuth(), s.ahead[:0], nil)
+	a, _, err := resp.ParseCommand(rest, &s.srv.opts.Limits, true, s.ahead[:0], nil)
 	if err != nil || !filterExists(a) {
 		return
 	}
