@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // procStatus reads fields of /proc/PID/status, in bytes.
@@ -91,6 +92,9 @@ func TestDefaultCapLargeReserve(t *testing.T) {
 			}
 		}
 		def.stop()
+		// It loads 5 GiB of image before it listens: 15 s was not
+		// always enough while the rest of CI ran beside it.
+		def.startWait = 2 * time.Minute
 		def.launch()
 		if got, err := do(def, "BF.EXISTS", "five", "y"); err != nil || fmt.Sprint(got) != "1" {
 			t.Fatalf("after a restart the 5 GiB filter answers %v, %v", got, err)

@@ -88,6 +88,10 @@ type node struct {
 	bin  string
 	env  []string
 	wrap []string
+	// startWait bounds how long launch waits for the node to listen
+	// (default 15s): a node loading gigabytes of image, beside the other
+	// tests' load, takes longer.
+	startWait time.Duration
 }
 
 func freeAddr(t testing.TB) string { return freeAddrOn(t, "127.0.0.1") }
@@ -160,7 +164,11 @@ func (n *node) launch() {
 		n.t.Fatal(err)
 	}
 	n.t.Cleanup(n.kill)
-	deadline := time.Now().Add(15 * time.Second)
+	wait := n.startWait
+	if wait == 0 {
+		wait = 15 * time.Second
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		c, err := net.DialTimeout("tcp", n.addr, time.Second)
 		if err == nil {
