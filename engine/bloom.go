@@ -286,11 +286,7 @@ const (
 // needs about two: with 22 hashes (a chain's later link, its error halved
 // at each) that was most of a bulk load's time in its older links.
 func (b *Bloom) testStaged(h Hash) bool {
-	k := int(b.Hashes)
-	first := k
-	if k > stagedHashes {
-		first = firstStage
-	}
+	k, first := int(b.Hashes), int(b.firstRound())
 	words := b.words()
 	p := b.start(h)
 	var xs, ws [32]uint64
@@ -309,6 +305,14 @@ func (b *Bloom) testStaged(h Hash) bool {
 		}
 	}
 	return true
+}
+
+// firstRound is how many words testStaged loads before it looks at any.
+func (b *Bloom) firstRound() uint32 {
+	if b.Hashes > stagedHashes {
+		return firstStage
+	}
+	return b.Hashes
 }
 
 // cacheResident is the bit-array size up to which Test and Add probe one
@@ -383,14 +387,9 @@ func (b *Bloom) Prefetch(h Hash) {
 // most likely absent (an add's test of a chain's older links): it starts
 // loading only the words testStaged loads first.
 func (b *Bloom) PrefetchTest(h Hash) {
-	if b.Bytes <= cacheResident {
-		return
+	if b.Bytes > cacheResident {
+		b.prefetchFirst(h, b.firstRound())
 	}
-	n := b.Hashes
-	if n > stagedHashes {
-		n = firstStage
-	}
-	b.prefetchFirst(h, n)
 }
 
 // prefetchFirst starts loading the words of the item's first n bits.
