@@ -29,8 +29,8 @@ func registerFilters() {
 	module("bf.add", 3, flagsWrite, catBloomW, kRW, parseBFAdd(false), renderBools)
 	module("bf.madd", -3, flagsWrite, catBloomW, kRW, parseBFAdd(true), renderBools)
 	module("bf.insert", -4, flagsWrite, catBloomW, kRW, parseBFInsert, renderBools)
-	module("bf.exists", 3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, false), renderBools)
-	module("bf.mexists", -3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, true), renderBools)
+	module("bf.exists", 3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, false), renderBools).prefetch = true
+	module("bf.mexists", -3, flagsRead, catBloomR, kRO, parseItems(command.BFExists, true), renderBools).prefetch = true
 	module("bf.info", -2, flagsRead, catBloomRF, kRO, parseBFInfo, renderBFInfo)
 	module("bf.card", 2, flagsRead, catBloomRF, kRO, parseKeyOnly(command.BFCard), renderInt)
 	module("bf.scandump", 3, flagsRead, catBloomR, kRW, parseBFScanDump, renderScanDump)
@@ -42,8 +42,8 @@ func registerFilters() {
 	module("cf.addnx", 3, flagsWrite, catCuckooW, kRW, parseCFAdd(true), renderBools)
 	module("cf.insert", -4, flagsWrite, catCuckooW, kRW, parseCFInsert(false), renderCFInsert)
 	module("cf.insertnx", -4, flagsWrite, catCuckooW, kRW, parseCFInsert(true), renderCFInsert)
-	module("cf.exists", 3, flagsRead, catCuckooR, kRO, parseItems(command.CFExists, false), renderBools)
-	module("cf.mexists", -3, flagsRead, catCuckooR, kRO, parseItems(command.CFExists, true), renderBools)
+	module("cf.exists", 3, flagsRead, catCuckooR, kRO, parseItems(command.CFExists, false), renderBools).prefetch = true
+	module("cf.mexists", -3, flagsRead, catCuckooR, kRO, parseItems(command.CFExists, true), renderBools).prefetch = true
 	module("cf.count", 3, flagsRead, catCuckooR, kRO, parseItems(command.CFCount, false), renderCount)
 	module("cf.del", 3, flagsWriteFst, catCuckooW, kRW, parseCFDel, renderBools)
 	module("cf.info", 2, flagsRead, catCuckooRF, kRO, parseKeyOnly(command.CFInfo), renderCFInfo)

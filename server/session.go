@@ -40,8 +40,7 @@ type session struct {
 	lastName [16]byte
 	lastLen  int
 	lastSpec *spec
-	// ahead holds the arguments of the next command while prefetchNext
-	// looks at it.
+	// ahead is prefetchNext's room for the next command's arguments.
 	ahead [][]byte
 
 	db     uint8
@@ -239,7 +238,7 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 			park = true
 			break
 		}
-		if next := pos + used; next < len(buf) && filterExists(a) {
+		if next := pos + used; next < len(buf) && s.isLookup(a) {
 			s.prefetchNext(buf[next:])
 		}
 		s.dispatch(a)
@@ -258,19 +257,14 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 // maxLookAhead bounds the bytes prefetchNext parses.
 const maxLookAhead = 512
 
-// filterExists: args are a BF.EXISTS, BF.MEXISTS, CF.EXISTS or CF.MEXISTS
-// with a key and an item.
-func filterExists(args [][]byte) bool {
+// isLookup: args are a filter lookup (spec.prefetch) with a key and an
+// item.
+func (s *session) isLookup(args [][]byte) bool {
 	if len(args) < 3 {
 		return false
 	}
-	switch name := args[0]; len(name) {
-	case len("BF.EXISTS"):
-		return ascii.EqualFold(name, "BF.EXISTS") || ascii.EqualFold(name, "CF.EXISTS")
-	case len("BF.MEXISTS"):
-		return ascii.EqualFold(name, "BF.MEXISTS") || ascii.EqualFold(name, "CF.MEXISTS")
-	}
-	return false
+	sp := s.lookup(args[0])
+	return sp != nil && sp.prefetch
 }
 
 // prefetchNext, called before a filter lookup of a pipeline runs, starts
@@ -286,11 +280,12 @@ func (s *session) prefetchNext(rest []byte) {
 	}
 	rest = rest[:min(len(rest), maxLookAhead)]
 	a, _, err := resp.ParseCommand(rest, &s.srv.opts.Limits, true, s.ahead[:0], nil)
-	if err != nil || !filterExists(a) {
-		return
+	if a != nil {
+		s.ahead = a // grown or not, kept for the next look
 	}
-	s.ahead = a
-	s.srv.backend.State().PrefetchExists(s.db, a[1], a[2], s.now.UnixMilli())
+	if err == nil && s.isLookup(a) {
+		s.srv.backend.State().PrefetchExists(s.db, a[1], a[2], s.now.UnixMilli())
+	}
 	clear(s.ahead) // it aliases the input
 }
 

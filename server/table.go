@@ -47,6 +47,10 @@ type spec struct {
 	// values holds it for tens of milliseconds), so an event loop does
 	// not run it: it would wait for the lock.
 	lockedRead bool
+	// prefetch: a filter lookup (BF/CF.EXISTS, MEXISTS), whose bits the
+	// command before it in a pipeline starts loading when it is one too
+	// (session.prefetchNext).
+	prefetch bool
 	// denyOOM: refused once MaxMemory is reached (Redis's deny-oom flag).
 	denyOOM bool
 	// acl is the command as ACL rules see it (its id, categories, keys).
@@ -152,7 +156,7 @@ var (
 // module registers a BF/CF command with RedisBloom's COMMAND INFO shape.
 func module(name string, arity int, flags []string, cats []string, keyFlags []string,
 	parse func(*session, [][]byte) (command.Cmd, string),
-	render func(*resp.Writer, *command.Cmd, *keyspace.Result)) {
-	register(&spec{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1,
+	render func(*resp.Writer, *command.Cmd, *keyspace.Result)) *spec {
+	return register(&spec{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1,
 		cats: cats, keyFlags: keyFlags, module: true, parse: parse, render: render})
 }
