@@ -320,6 +320,16 @@ func (b *Bloom) firstRound() uint32 {
 // all k words first, and at 100M items (120 MiB) slower or no faster.
 const cacheResident = 8 << 20
 
+// prefetchFrom is the bit-array size past which Prefetch and PrefetchTest
+// start loading words: about half a core's L2 cache. A scalable chain of
+// a few million items has links of 0.3–4 MiB, under cacheResident yet
+// well past L2, which an add's tests of older links waited on one miss
+// at a time: prefetched, a bulk load of 3M items by BF.MADD took 7–15%
+// less CPU (docs/BENCHMARKS.md, The bulk load). Below it the words are
+// most likely cached already, and computing their positions twice is
+// what it would cost.
+const prefetchFrom = 256 << 10
+
 // manyHashesResident is the bit-array size up to which Add probes one
 // bit at a time when the filter has more than stagedHashes hashes (a
 // chain's later link): about a core's L2 cache. Past it the misses of so
@@ -375,10 +385,10 @@ func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 
 // Prefetch starts loading the words that hold the item's bits and returns
 // at once. The state machine calls it a few items ahead of Add or Test, so
-// that the cache misses of a filter larger than the cache (one per bit,
-// about 100 ns each) overlap across items instead of adding up.
+// that the cache misses of a filter larger than L2 (one per bit, about 100
+// ns each from memory) overlap across items instead of adding up.
 func (b *Bloom) Prefetch(h Hash) {
-	if b.Bytes > cacheResident {
+	if b.Bytes > prefetchFrom {
 		b.prefetchFirst(h, b.Hashes)
 	}
 }
@@ -387,7 +397,7 @@ func (b *Bloom) Prefetch(h Hash) {
 // most likely absent (an add's test of a chain's older links): it starts
 // loading only the words testStaged loads first.
 func (b *Bloom) PrefetchTest(h Hash) {
-	if b.Bytes > cacheResident {
+	if b.Bytes > prefetchFrom {
 		b.prefetchFirst(h, b.firstRound())
 	}
 }
