@@ -269,6 +269,54 @@ func (b *Bloom) Test(h Hash) bool {
 	return true
 }
 
+// FirstBits is 1 when the item's first two bits are set (its one bit, for
+// a filter of one hash), else 0, found without branching on either bit.
+// A chain's add asks it of every older link before looking at any answer
+// (scalable.Chain.Add), so that the links' cache misses overlap and each
+// link's answer, a coin flip in a half-full filter, is not a mispredicted
+// branch; TestAfterFirst finishes the test of the links that pass.
+func (b *Bloom) FirstBits(h Hash) uint64 {
+	if b.Hashes == 0 {
+		return 1 // a loaded header may give none: Test holds every item
+	}
+	words := b.words()
+	p := b.start(h)
+	x := p.r
+	bit := atomic.LoadUint64(&words[x>>6]) >> (x & 63)
+	if b.Hashes > 1 {
+		p = b.next(p, h)
+		y := p.r
+		bit &= atomic.LoadUint64(&words[y>>6]) >> (y & 63)
+	}
+	return bit & 1
+}
+
+// TestAfterFirst is Test for an item whose FirstBits is 1: it tests the
+// bits after the first two.
+func (b *Bloom) TestAfterFirst(h Hash) bool {
+	if b.Hashes <= 2 {
+		return true
+	}
+	words := b.words()
+	p := b.next(b.next(b.start(h), h), h)
+	for i := uint32(2); i < b.Hashes; i++ {
+		x := p.r
+		if atomic.LoadUint64(&words[x>>6])&(1<<(x&63)) == 0 {
+			return false
+		}
+		p = b.next(p, h)
+	}
+	return true
+}
+
+// PrefetchFirstBits starts loading the words FirstBits reads, for a
+// filter past prefetchFrom.
+func (b *Bloom) PrefetchFirstBits(h Hash) {
+	if b.Bytes > prefetchFrom {
+		b.prefetchFirst(h, min(2, b.Hashes))
+	}
+}
+
 // firstStage is how many of a large filter's words testStaged loads
 // before it looks at any, for a filter of more than stagedHashes hashes;
 // one of fewer loads all its words at once (two rounds cost a present
@@ -320,7 +368,7 @@ func (b *Bloom) firstRound() uint32 {
 // all k words first, and at 100M items (120 MiB) slower or no faster.
 const cacheResident = 8 << 20
 
-// prefetchFrom is the bit-array size past which Prefetch and PrefetchTest
+// prefetchFrom is the bit-array size past which Prefetch and PrefetchFirstBits
 // start loading words: about half a core's L2 cache. A scalable chain of
 // a few million items has links of 0.3–4 MiB, under cacheResident yet
 // well past L2, which an add's tests of older links waited on one miss
@@ -390,15 +438,6 @@ func (b *Bloom) probe(h Hash, xs, ws *[32]uint64) int {
 func (b *Bloom) Prefetch(h Hash) {
 	if b.Bytes > prefetchFrom {
 		b.prefetchFirst(h, b.Hashes)
-	}
-}
-
-// PrefetchTest is Prefetch for an item that will only be tested, and is
-// most likely absent (an add's test of a chain's older links): it starts
-// loading only the words testStaged loads first.
-func (b *Bloom) PrefetchTest(h Hash) {
-	if b.Bytes > prefetchFrom {
-		b.prefetchFirst(h, b.firstRound())
 	}
 }
 

@@ -255,3 +255,65 @@ func TestBatchedAddMarks(t *testing.T) {
 		t.Fatal("no chunk marked dirty")
 	}
 }
+
+// TestFirstBitsMatchesBits: FirstBits is 1 exactly when the item's first
+// two bits (its one, its none) are set, and with TestAfterFirst it answers
+// what the bits say, for every hash count a header may give from 0 on.
+func TestFirstBitsMatchesBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	p, _ := SizeBloom(50_000, 0.01)
+	b := NewBloom(p)
+	words := b.words()
+	for i := range words {
+		words[i] = rng.Uint64() | rng.Uint64()>>rng.IntN(64) // mostly set: later bits are reached
+	}
+	for k := uint32(0); k <= 40; k++ {
+		b.Hashes = k
+		var passed, held int
+		for n := 0; n < 3000; n++ {
+			h := Hash{rng.Uint64(), rng.Uint64()}
+			if n%7 == 0 {
+				h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
+			}
+			set := func(i uint64) bool {
+				x := (h.A + i*h.B) % p.Bits
+				return words[x>>6]&(1<<(x&63)) != 0
+			}
+			first, all := true, true
+			for i := uint64(0); i < uint64(k); i++ {
+				if !set(i) {
+					all = false
+					if i < 2 {
+						first = false
+					}
+				}
+			}
+			fb := b.FirstBits(h)
+			if fb != b2u(first) {
+				t.Fatalf("%d hashes, hash %x: FirstBits %d, bits say %v", k, h, fb, first)
+			}
+			if fb == 1 {
+				passed++
+				if got := b.TestAfterFirst(h); got != all {
+					t.Fatalf("%d hashes, hash %x: TestAfterFirst %v, bits say %v", k, h, got, all)
+				}
+			}
+			if all {
+				held++
+			}
+			if got := b.Test(h); got != all {
+				t.Fatalf("%d hashes, hash %x: Test %v, bits say %v", k, h, got, all)
+			}
+		}
+		if passed == 0 || k < 12 && held == 0 {
+			t.Fatalf("%d hashes: %d passed the first bits, %d held: the bits test too little", k, passed, held)
+		}
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestPrefetchChangesNothing: Prefetch and PrefetchTest leave every bit and every dirty mark
+// TestPrefetchChangesNothing: Prefetch and PrefetchFirstBits leave every bit and every dirty mark
 // as it found them, and a filter filled with prefetches interleaved ends
 // byte-identical to one filled without, with the same answers.
 func TestPrefetchChangesNothing(t *testing.T) {
@@ -33,7 +33,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			marks := append([]uint64(nil), fetched.Dirty.x.bits...)
 			for _, h := range hs {
 				fetched.Prefetch(h)
-				fetched.PrefetchTest(h)
+				fetched.PrefetchFirstBits(h)
 			}
 			if !bytes.Equal(before, wordsOf(fetched)) {
 				t.Fatal("Prefetch changed bits")

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/engine"
@@ -149,18 +150,45 @@ func (c *Chain) hash(item []byte) engine.Hash {
 
 // Prefetch starts loading the bits the item would touch in every link (see
 // engine.Bloom.Prefetch): in the newest all of them, which an add sets; in
-// the older ones those a test of an absent item loads (PrefetchTest),
-// which is what an add asks of them, and what a lookup (BF.MEXISTS) finds
-// in all but the one link an item is in. It changes nothing.
+// the older ones the first two (PrefetchFirstBits), which is what an add's
+// test of them reads for an absent item (inAny), and most of what a
+// lookup (BF.MEXISTS) reads in all but the one link an item is in. It
+// changes nothing.
 func (c *Chain) Prefetch(item []byte) {
 	h := c.hash(item)
 	var one [1]*Link
 	links := c.LinksIn(&one)
 	last := len(links) - 1
 	for _, l := range links[:last] {
-		l.PrefetchTest(h)
+		l.PrefetchFirstBits(h)
 	}
 	links[last].Prefetch(h)
+}
+
+// inAny reports whether any of links may hold the item: an add's test of
+// a chain's older links, where the item is almost always absent. Each
+// link's first two bits are read, every link's before any is looked at
+// (engine.Bloom.FirstBits); only the links where both are set, about one
+// in four of full links, are tested further. Tested one link after
+// another, an absent item cost each link a cache miss waited for alone
+// and a mispredicted branch at its first clear bit.
+func inAny(links []*Link, h engine.Hash) bool {
+	for len(links) > 0 {
+		ls := links[:min(len(links), 64)]
+		links = links[len(ls):]
+		var pass uint64
+		for i, l := range ls {
+			pass |= l.FirstBits(h) << i
+		}
+		for pass != 0 {
+			i := bits.TrailingZeros64(pass)
+			if ls[i].TestAfterFirst(h) {
+				return true
+			}
+			pass &= pass - 1
+		}
+	}
+	return false
 }
 
 // Test reports whether the item may be in the chain.
@@ -187,10 +215,8 @@ func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
 	h := c.hash(item)
 	var one [1]*Link
 	links := c.LinksIn(&one)
-	for i := len(links) - 2; i >= 0; i-- {
-		if links[i].Test(h) {
-			return false, nil
-		}
+	if inAny(links[:len(links)-1], h) {
+		return false, nil
 	}
 	cur := links[len(links)-1]
 	if cur.Size() < cur.Entries {
