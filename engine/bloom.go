@@ -257,9 +257,13 @@ func (b *Bloom) Test(h Hash) bool {
 	if b.Bytes > cacheResident && b.Hashes <= 32 {
 		return b.testStaged(h)
 	}
+	return b.testFrom(b.start(h), h, 0)
+}
+
+// testFrom tests the item's bits from bit i on, p at bit i, one at a time.
+func (b *Bloom) testFrom(p probe, h Hash, i uint32) bool {
 	words := b.words()
-	p := b.start(h)
-	for i := uint32(0); i < b.Hashes; i++ {
+	for ; i < b.Hashes; i++ {
 		x := p.r
 		if atomic.LoadUint64(&words[x>>6])&(1<<(x&63)) == 0 {
 			return false
@@ -297,16 +301,7 @@ func (b *Bloom) TestAfterFirst(h Hash) bool {
 	if b.Hashes <= 2 {
 		return true
 	}
-	words := b.words()
-	p := b.next(b.next(b.start(h), h), h)
-	for i := uint32(2); i < b.Hashes; i++ {
-		x := p.r
-		if atomic.LoadUint64(&words[x>>6])&(1<<(x&63)) == 0 {
-			return false
-		}
-		p = b.next(p, h)
-	}
-	return true
+	return b.testFrom(b.next(b.next(b.start(h), h), h), h, 2)
 }
 
 // PrefetchFirstBits starts loading the words FirstBits reads, for a
