@@ -173,7 +173,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 		}
 		k.create(c.DB, key, v)
 	}
-	r := Result{Ints: make([]int64, 0, len(c.Items))}
+	r := Result{Ints: itemInts(len(c.Items))}
 	ch := v.Bloom()
 	for i, it := range c.Items {
 		prefetchNext(ch, c.Items, i)
@@ -182,7 +182,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 			r.Tail = mapScalable(err)
 			break
 		}
-		r.Ints = append(r.Ints, b2i(added))
+		r.Ints = appendInt(r.Ints, b2i(added))
 	}
 	k.changed(c.DB, c.Key)
 	if !c.Multi && r.Tail != nil {
@@ -227,6 +227,29 @@ func prefetchNext(ch *scalable.Chain, items [][]byte, i int) {
 	if i+PrefetchAhead < len(items) {
 		ch.Prefetch(items[i+PrefetchAhead])
 	}
+}
+
+// itemInts is the room for n per-item replies: none for one, which
+// appendInt gives from shared memory.
+func itemInts(n int) []int64 {
+	if n <= 1 {
+		return nil
+	}
+	return make([]int64, 0, n)
+}
+
+// oneInts holds the per-item replies an add gives (-1, 0, 1), for a
+// command of one item, the common BF.ADD and CF.ADD, to answer without an
+// allocation: a slice of it, of capacity 1, so that no append writes it.
+// Nothing writes it; the replies are only read.
+var oneInts = [3]int64{-1, 0, 1}
+
+// appendInt appends v to s, the first reply from oneInts.
+func appendInt(s []int64, v int64) []int64 {
+	if s == nil && v >= -1 && v <= 1 {
+		return oneInts[v+1 : v+2 : v+2]
+	}
+	return append(s, v)
 }
 
 func b2i(b bool) int64 {
@@ -304,18 +327,18 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 	if v.Cuckoo().Info().NumFilters >= uint64(c.MaxExpansions) {
 		return Result{Err: ErrMaxExpansions}
 	}
-	r := Result{Ints: make([]int64, 0, len(c.Items))}
+	r := Result{Ints: itemInts(len(c.Items))}
 	for _, it := range c.Items {
 		switch v.Cuckoo().Insert(it, c.NX, c.MaxBytes) {
 		case scalable.Inserted:
-			r.Ints = append(r.Ints, 1)
+			r.Ints = appendInt(r.Ints, 1)
 		case scalable.Exists:
-			r.Ints = append(r.Ints, 0)
+			r.Ints = appendInt(r.Ints, 0)
 		case scalable.NoSpace:
-			r.Ints = append(r.Ints, -1)
+			r.Ints = appendInt(r.Ints, -1)
 			r.Tail = ErrFilterFull
 		case scalable.NoMemory:
-			r.Ints = append(r.Ints, -1)
+			r.Ints = appendInt(r.Ints, -1)
 			r.Tail = ErrNoMemory
 		}
 	}

@@ -302,3 +302,43 @@ func TestLoadedSmallFilterLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestOneItemAddAllocatesNothing: BF.ADD and CF.ADD of one item to a
+// filter that exists, the commonest write, allocate nothing in Apply: the
+// reply is a slice of shared, never written memory (appendInt).
+func TestOneItemAddAllocatesNothing(t *testing.T) {
+	k := New()
+	items := make([][]byte, 1000)
+	for i := range items {
+		items[i] = []byte("item:" + strconv.Itoa(i))
+	}
+	for _, c := range []command.Cmd{
+		{Op: command.BFAdd, Key: []byte("bf"), ErrorRate: 0.01, Capacity: 100000, Expansion: 2, MaxBytes: 1 << 30},
+		{Op: command.CFAdd, Key: []byte("cf"), Capacity: 100000, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: 1 << 30},
+	} {
+		c.Items = items[:1]
+		if r := k.Apply(&c); r.Err != nil || len(r.Ints) != 1 || r.Ints[0] != 1 {
+			t.Fatalf("creating %s: %+v", c.Key, r)
+		}
+		i := 1
+		var added int64
+		allocs := testing.AllocsPerRun(len(items)-2, func() {
+			c.Items = items[i : i+1]
+			r := k.Apply(&c)
+			if r.Err != nil || len(r.Ints) != 1 {
+				t.Fatalf("%s %s: %+v", c.Key, items[i], r)
+			}
+			added += r.Ints[0]
+			i++
+		})
+		if allocs != 0 {
+			t.Fatalf("an add of one item to %s: %.1f allocations, want none", c.Key, allocs)
+		}
+		if added < int64(len(items))-10 {
+			t.Fatalf("%s: %d of %d items added", c.Key, added, len(items)-1)
+		}
+		if oneInts != [3]int64{-1, 0, 1} {
+			t.Fatalf("the shared replies were written: %v", oneInts)
+		}
+	}
+}
