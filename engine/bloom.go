@@ -363,14 +363,14 @@ func (b *Bloom) firstRound() uint32 {
 // all k words first, and at 100M items (120 MiB) slower or no faster.
 const cacheResident = 8 << 20
 
-// prefetchFrom is the bit-array size past which Prefetch and PrefetchFirstBits
-// start loading words: about half a core's L2 cache. A scalable chain of
-// a few million items has links of 0.3–4 MiB, under cacheResident yet
-// well past L2, which an add's tests of older links waited on one miss
-// at a time: prefetched, a bulk load of 3M items by BF.MADD took 7–15%
-// less CPU (docs/BENCHMARKS.md, The bulk load). Below it the words are
-// most likely cached already, and computing their positions twice is
-// what it would cost.
+// prefetchFrom is the bit-array size past which Prefetch and
+// PrefetchFirstBits start loading words: about half a core's L2 cache. A
+// scalable chain of a few million items has links of 0.3–6 MiB, under
+// cacheResident yet well past L2, whose tests (an add's, of the older
+// links) waited on one miss at a time: prefetched, a bulk load of 3M
+// items by BF.MADD took 7–15% less CPU (docs/BENCHMARKS.md, The bulk load
+// again). Below it the words are most likely cached already, and
+// computing their positions twice is all a prefetch would add.
 const prefetchFrom = 256 << 10
 
 // manyHashesResident is the bit-array size up to which Add probes one
