@@ -7,8 +7,8 @@ import (
 )
 
 // TestInAnyMatchesLinks: an add's test of the older links (inAny, every
-// link's first bits read before any is looked at) answers what testing
-// them one after another does, on chains of a few links and of more than
+// link's first bits read before any is looked at), and a lookup's of all
+// of them (Test), answer what testing them one after another does, on chains of a few links and of more than
 // the 64 inAny takes at a time, for present and absent items.
 func TestInAnyMatchesLinks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -49,6 +49,9 @@ func TestInAnyMatchesLinks(t *testing.T) {
 			}
 			if got := inAny(older, h); got != want {
 				t.Fatalf("capacity %d growth %d, %d links: inAny %v, the links one by one %v", tc.capacity, tc.growth, len(links), got, want)
+			}
+			if got, all := ch.Test(buf[:]), want || links[len(links)-1].Test(h); got != all {
+				t.Fatalf("capacity %d growth %d, %d links: Test %v, the links one by one %v", tc.capacity, tc.growth, len(links), got, all)
 			}
 			if want {
 				held++
