@@ -275,10 +275,12 @@ func (b *Bloom) testFrom(p probe, h Hash, i uint32) bool {
 
 // FirstBits is 1 when the item's first two bits are set (its one bit, for
 // a filter of one hash), else 0, found without branching on either bit.
-// A chain's add asks it of every older link before looking at any answer
-// (scalable.Chain.Add), so that the links' cache misses overlap and each
-// link's answer, a coin flip in a half-full filter, is not a mispredicted
-// branch; TestAfterFirst finishes the test of the links that pass.
+// A chain asks it of its older links, up to 64 at a time, before it looks
+// at any answer (an add's test of them, and a lookup's after the newest
+// link: scalable's inAny), so that the links' cache misses overlap and
+// each link's answer, a coin flip in a half-full filter, is not a
+// mispredicted branch; TestAfterFirst finishes the test of the links that
+// pass.
 func (b *Bloom) FirstBits(h Hash) uint64 {
 	if b.Hashes == 0 {
 		return 1 // a loaded header may give none: Test holds every item
@@ -367,9 +369,9 @@ const cacheResident = 8 << 20
 // PrefetchFirstBits start loading words: about half a core's L2 cache. A
 // scalable chain of a few million items has links of 0.3–6 MiB, under
 // cacheResident yet well past L2, whose tests (an add's, of the older
-// links) waited on one miss at a time: prefetched, a bulk load of 3M
-// items by BF.MADD took 7–15% less CPU (docs/BENCHMARKS.md, The bulk load
-// again). Below it the words are most likely cached already, and
+// links) waited on one miss at a time: prefetched, 1,000 adds into a
+// chain of 1M items took 0.90–0.94 ms instead of 1.04–1.09
+// (BenchmarkChainAdd/1M; docs/BENCHMARKS.md, The bulk load again). Below it the words are most likely cached already, and
 // computing their positions twice is all a prefetch would add.
 const prefetchFrom = 256 << 10
 

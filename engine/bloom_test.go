@@ -177,6 +177,8 @@ func TestStagedMatchesBits(t *testing.T) {
 	for i := range words {
 		words[i] = rng.Uint64() | rng.Uint64() // three bits in four: later rounds are reached
 	}
+	k0 := b.Hashes
+	defer func() { b.Hashes = k0 }() // the shape is shared by every filter of p
 	for k := uint32(1); k <= 32; k++ {
 		b.Hashes = k
 		second := 0
@@ -258,55 +260,71 @@ func TestBatchedAddMarks(t *testing.T) {
 
 // TestFirstBitsMatchesBits: FirstBits is 1 exactly when the item's first
 // two bits (its one, its none) are set, and with TestAfterFirst it answers
-// what the bits say, for every hash count a header may give from 0 on.
+// what the bits say, for every hash count a header may give from 0 on, in
+// a filter of a power-of-two modulus (N2) and in one past cacheResident
+// (where Test loads in rounds) too.
 func TestFirstBitsMatchesBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	p, _ := SizeBloom(50_000, 0.01)
-	b := NewBloom(p)
-	words := b.words()
-	for i := range words {
-		words[i] = rng.Uint64() | rng.Uint64()>>rng.IntN(64) // mostly set: later bits are reached
+	small, _ := SizeBloom(50_000, 0.01)
+	legacy, _ := SizeBloom(1000, 0.01)
+	legacy.N2 = 12
+	large, _ := SizeBloom(8_000_000, 0.01)
+	if large.Bytes <= cacheResident {
+		t.Fatalf("%d bytes: not above cacheResident", large.Bytes)
 	}
-	for k := uint32(0); k <= 40; k++ {
-		b.Hashes = k
-		var passed, held int
-		for n := 0; n < 3000; n++ {
-			h := Hash{rng.Uint64(), rng.Uint64()}
-			if n%7 == 0 {
-				h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
-			}
-			set := func(i uint64) bool {
-				x := (h.A + i*h.B) % p.Bits
-				return words[x>>6]&(1<<(x&63)) != 0
-			}
-			first, all := true, true
-			for i := uint64(0); i < uint64(k); i++ {
-				if !set(i) {
-					all = false
-					if i < 2 {
-						first = false
+	for _, p := range []BloomParams{small, legacy, large} {
+		mod := p.Bits
+		if p.N2 > 0 {
+			mod = uint64(1) << p.N2
+		}
+		b := NewBloom(p)
+		words := b.words()
+		for i := range words {
+			words[i] = rng.Uint64() | rng.Uint64()>>rng.IntN(64) // mostly set: later bits are reached
+		}
+		k0 := b.Hashes
+		defer func() { b.Hashes = k0 }() // the shape is shared by every filter of p
+		for k := uint32(0); k <= 40; k++ {
+			b.Hashes = k
+			var passed, held int
+			for n := 0; n < 2000; n++ {
+				h := Hash{rng.Uint64(), rng.Uint64()}
+				if n%7 == 0 {
+					h.B = ^uint64(0) - uint64(n) // wraps on nearly every step
+				}
+				set := func(i uint64) bool {
+					x := (h.A + i*h.B) % mod
+					return words[x>>6]&(1<<(x&63)) != 0
+				}
+				first, all := true, true
+				for i := uint64(0); i < uint64(k); i++ {
+					if !set(i) {
+						all = false
+						if i < 2 {
+							first = false
+						}
 					}
 				}
-			}
-			fb := b.FirstBits(h)
-			if fb != b2u(first) {
-				t.Fatalf("%d hashes, hash %x: FirstBits %d, bits say %v", k, h, fb, first)
-			}
-			if fb == 1 {
-				passed++
-				if got := b.TestAfterFirst(h); got != all {
-					t.Fatalf("%d hashes, hash %x: TestAfterFirst %v, bits say %v", k, h, got, all)
+				fb := b.FirstBits(h)
+				if fb != b2u(first) {
+					t.Fatalf("%d bytes, %d hashes, hash %x: FirstBits %d, bits say %v", p.Bytes, k, h, fb, first)
+				}
+				if fb == 1 {
+					passed++
+					if got := b.TestAfterFirst(h); got != all {
+						t.Fatalf("%d bytes, %d hashes, hash %x: TestAfterFirst %v, bits say %v", p.Bytes, k, h, got, all)
+					}
+				}
+				if all {
+					held++
+				}
+				if got := b.Test(h); got != all {
+					t.Fatalf("%d bytes, %d hashes, hash %x: Test %v, bits say %v", p.Bytes, k, h, got, all)
 				}
 			}
-			if all {
-				held++
+			if passed == 0 || k < 12 && held == 0 {
+				t.Fatalf("%d bytes, %d hashes: %d passed the first bits, %d held: the bits test too little", p.Bytes, k, passed, held)
 			}
-			if got := b.Test(h); got != all {
-				t.Fatalf("%d hashes, hash %x: Test %v, bits say %v", k, h, got, all)
-			}
-		}
-		if passed == 0 || k < 12 && held == 0 {
-			t.Fatalf("%d hashes: %d passed the first bits, %d held: the bits test too little", k, passed, held)
 		}
 	}
 }

@@ -14,11 +14,11 @@
 // Trade-offs: positions use two Barrett remainders per item instead of a
 // division per hash; sizing uses a correctly rounded log so headers match
 // glibc's to the bit. A filter larger than L2 misses on nearly every bit:
-// Bloom.Prefetch lets a caller with many items start those loads a few
-// items early; Bloom.FirstBits lets a chain read the first bits of all its
-// links before it looks at any, where testing them in turn waited on each
-// link's miss and mispredicted each one's answer; and arrays of 4 MiB or
-// more ask the kernel for transparent huge pages (fewer TLB misses; the
-// array's memory is then taken 2 MiB at a time as bits are first set). No
-// I/O, no clock, no randomness.
+// Bloom.Prefetch lets a caller with many items start those loads a few items
+// early; Bloom.FirstBits lets a chain read the first bits of its older links
+// before it looks at any, where testing them in turn waited on each link's
+// miss and mispredicted each one's answer; and arrays of 4 MiB or more ask
+// the kernel for transparent huge pages (fewer TLB misses; the array's
+// memory is then taken 2 MiB at a time as bits are first set). No I/O, no
+// clock, no randomness.
 package engine

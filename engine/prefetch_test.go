@@ -12,8 +12,8 @@ import (
 // byte-identical to one filled without, with the same answers.
 func TestPrefetchChangesNothing(t *testing.T) {
 	p, _ := SizeBloom(10_000_000, 0.01)
-	if p.Bytes <= cacheResident {
-		t.Fatalf("%d bytes: not above cacheResident, Prefetch would do nothing", p.Bytes)
+	if p.Bytes <= prefetchFrom {
+		t.Fatalf("%d bytes: not above prefetchFrom, Prefetch would do nothing", p.Bytes)
 	}
 	plain, fetched := NewBloom(p), NewBloom(p)
 	rng := rand.New(rand.NewPCG(5, 6))

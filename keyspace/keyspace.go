@@ -241,7 +241,7 @@ func NewLoading() *Keyspace {
 type Result struct {
 	Err   error    // the command failed: the reply is this error alone
 	Int   int64    // integer replies
-	Ints  []int64  // per-item replies
+	Ints  []int64  // per-item replies; a write's may be shared, read-only memory (appendInt)
 	Tail  error    // an error element after Ints (BF.MADD on a full filter)
 	Bytes []byte   // bulk replies (chunks, strings)
 	List  [][]byte // KEYS, SCAN, BF.DEBUG lines

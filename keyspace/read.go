@@ -20,7 +20,9 @@ const (
 )
 
 // ReadInto is Read into a caller's Result, reusing its per-item slice: the
-// membership reads then allocate nothing.
+// membership reads then allocate nothing. r must be one ReadInto filled
+// (or empty), never a write's Result: a write's Ints may be shared memory
+// that an append must not write (appendInt).
 func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 	if k.loading {
 		*r = Result{Err: ErrLoading}

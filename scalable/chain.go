@@ -165,9 +165,10 @@ func (c *Chain) Prefetch(item []byte) {
 	links[last].Prefetch(h)
 }
 
-// inAny reports whether any of links may hold the item: an add's test of
-// a chain's older links, where the item is almost always absent. Each
-// link's first two bits are read, every link's before any is looked at
+// inAny reports whether any of links may hold the item: the test of a
+// chain's older links, by an add (where the item is almost always absent)
+// and by a lookup the newest link did not answer. Each link's first two
+// bits are read, those of up to 64 links before any is looked at
 // (engine.Bloom.FirstBits); only the links where both are set, about one
 // in four of full links, are tested further. Tested one link after
 // another, an absent item cost each link a cache miss waited for alone

@@ -8,8 +8,11 @@ import (
 
 // TestInAnyMatchesLinks: an add's test of the older links (inAny, every
 // link's first bits read before any is looked at), and a lookup's of all
-// of them (Test), answer what testing them one after another does, on chains of a few links and of more than
-// the 64 inAny takes at a time, for present and absent items.
+// of them (Test), answer what testing them one after another does, on
+// chains of a few links and of more than the 64 inAny takes at a time,
+// for present and absent items. (No chain has a link of one hash: its
+// first link's error is already halved. The engine's
+// TestFirstBitsMatchesBits covers that.)
 func TestInAnyMatchesLinks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, tc := range []struct {
@@ -19,9 +22,9 @@ func TestInAnyMatchesLinks(t *testing.T) {
 		items    int
 	}{
 		{100, 0.01, 2, 20_000},   // the auto-created default: 8 links
-		{10, 0.3, 1, 1_500},      // 150 links of 1-2 hashes
-		{50, 0.001, 1, 9_000},    // 180 links of 10 hashes
-		{1000, 0.0001, 4, 30000}, // few links, many hashes
+		{10, 0.3, 1, 1_500},      // 128 links of 3 to 130 hashes
+		{50, 0.001, 1, 9_000},    // 179 links of 11 to 189 hashes
+		{1000, 0.0001, 4, 30000}, // 4 links, 15 hashes and more
 	} {
 		ch, err := NewChain(tc.capacity, tc.errRate, tc.growth, false, noCap)
 		if err != nil {
