@@ -368,11 +368,12 @@ const cacheResident = 8 << 20
 // prefetchFrom is the bit-array size past which Prefetch and
 // PrefetchFirstBits start loading words: about half a core's L2 cache. A
 // scalable chain of a few million items has links of 0.3–6 MiB, under
-// cacheResident yet well past L2, whose tests (an add's, of the older
-// links) waited on one miss at a time: prefetched, 1,000 adds into a
-// chain of 1M items took 0.90–0.94 ms instead of 1.04–1.09
-// (BenchmarkChainAdd/1M; docs/BENCHMARKS.md, The bulk load again). Below it the words are most likely cached already, and
-// computing their positions twice is all a prefetch would add.
+// cacheResident yet well past L2, whose tests (an add's, of the older links)
+// waited on one miss at a time: prefetched, 1,000 adds into a chain of 1M
+// items took 0.90–0.94 ms instead of 1.04–1.09 (BenchmarkChainAdd/1M;
+// docs/BENCHMARKS.md, The bulk load again). Below it the words are most
+// likely cached already, and computing their positions twice is all a
+// prefetch would add.
 const prefetchFrom = 256 << 10
 
 // manyHashesResident is the bit-array size up to which Add probes one

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestPrefetchChangesNothing: Prefetch and PrefetchFirstBits leave every bit and every dirty mark
-// as it found them, and a filter filled with prefetches interleaved ends
-// byte-identical to one filled without, with the same answers.
+// TestPrefetchChangesNothing: Prefetch and PrefetchFirstBits leave every bit
+// and every dirty mark as it found them, and a filter filled with prefetches
+// interleaved ends byte-identical to one filled without, with the same
+// answers.
 func TestPrefetchChangesNothing(t *testing.T) {
 	p, _ := SizeBloom(10_000_000, 0.01)
 	if p.Bytes <= prefetchFrom {
