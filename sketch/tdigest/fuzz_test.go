@@ -271,13 +271,19 @@ func checkQueries(t *testing.T, d *Digest) {
 			t.Fatalf("quantile %v = %v outside [%v, %v]", q, v, d.min, d.max)
 		}
 	}
+	// Between two centroids td_cdf interpolates as weight×(val−mean)
+	// before it divides by the centroids' distance, in float64 as
+	// RedisBloom's does: with values near 1e299 and weights near 1e9 that
+	// product is +Inf there too, so the bound holds only where it cannot
+	// overflow.
+	interpolable := float64(size)*(d.max-d.min) < math.MaxFloat64/4
 	for i, c := range d.CDF([]float64{d.min, d.max, (d.min + d.max) / 2, math.Inf(-1), math.Inf(1), 0}) {
-		if size > 1 && !(c >= 0 && c <= 1) {
+		if size > 1 && interpolable && !(c >= 0 && c <= 1) {
 			t.Fatalf("cdf #%d = %v", i, c)
 		}
 	}
 	for _, r := range d.Ranks([]float64{d.min, d.max, 0}, false) {
-		if size > 1 && (r < -1 || r > size) {
+		if size > 1 && interpolable && (r < -1 || r > size) {
 			t.Fatalf("rank %d of %d", r, size)
 		}
 	}
