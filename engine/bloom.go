@@ -331,7 +331,10 @@ const (
 // needs about two: with 22 hashes (a chain's later link, its error halved
 // at each) that was most of a bulk load's time in its older links.
 func (b *Bloom) testStaged(h Hash) bool {
-	k, first := int(b.Hashes), int(b.firstRound())
+	k, first := int(b.Hashes), int(b.Hashes)
+	if k > stagedHashes {
+		first = firstStage
+	}
 	words := b.words()
 	p := b.start(h)
 	var xs, ws [32]uint64
@@ -350,14 +353,6 @@ func (b *Bloom) testStaged(h Hash) bool {
 		}
 	}
 	return true
-}
-
-// firstRound is how many words testStaged loads before it looks at any.
-func (b *Bloom) firstRound() uint32 {
-	if b.Hashes > stagedHashes {
-		return firstStage
-	}
-	return b.Hashes
 }
 
 // cacheResident is the bit-array size up to which Test and Add probe one

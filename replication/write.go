@@ -141,6 +141,20 @@ func (n *Node) batcher() {
 			}
 		}
 	}()
+	// hold is what an entry still waits on once the log was idle: an
+	// entry answered, while the state machine is behind; the log's write,
+	// when one began meanwhile; nil when it may close (from then on it
+	// takes only what is queued). A stale signal on applied only makes it
+	// look again.
+	hold := func() <-chan struct{} {
+		if len(slots) > applyBacklog {
+			return applied
+		}
+		if l := n.logged.idleCh(); !closedNow(l) {
+			return l
+		}
+		return nil
+	}
 	// Each proposal is encoded as it joins, while the log is busy with the
 	// entry before, so the entry is ready the moment the log is free.
 	var enc command.Encoder
@@ -180,19 +194,11 @@ func (n *Node) batcher() {
 			select {
 			case q = <-n.proposals:
 			case <-idle:
-				if len(slots) > applyBacklog {
-					select {
-					case <-applied:
-					default:
-					}
-					if len(slots) > applyBacklog {
-						idle = applied
-						continue
-					}
+				if h := hold(); h != nil {
+					idle = h
+					continue
 				}
-				if idle = n.logged.idleCh(); !closedNow(idle) {
-					continue // writing again
-				}
+				idle = closedCh // from here on, take what is queued
 				select {
 				case q = <-n.proposals:
 				default:
