@@ -124,11 +124,22 @@ func freePort() int {
 		nextPort++
 		return *portBase + nextPort - 1
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	// The kernel may hand the same free port out twice in a row (a node's
+	// client and Raft ports alike, and the second bind then fails), so a
+	// port given out once is not given again.
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		check(err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !givenPorts[port] {
+			givenPorts[port] = true
+			return port
+		}
+	}
 }
+
+var givenPorts = map[int]bool{}
 
 // server is a process under test.
 type server struct {
@@ -137,6 +148,7 @@ type server struct {
 	pid  int // a server not started as a child (RedisBloom's script daemonizes it)
 	port int
 	dir  string
+	log  string // the server's standard error, shown when it does not start
 }
 
 func (s *server) procID() int {
@@ -154,6 +166,10 @@ func startBF(args ...string) *server {
 		"--data-dir", dir}, args...)
 	all = append(all, strings.Fields(*bfArgs)...)
 	s := &server{name: "bfserver", port: port, dir: dir, cmd: exec.Command(*bfBin, all...)}
+	logf, err := os.CreateTemp("", "bfserver-*.log")
+	check(err)
+	defer logf.Close()
+	s.log, s.cmd.Stderr = logf.Name(), logf
 	check(s.cmd.Start())
 	s.waitReady()
 	if !slices.Contains(args, "--join") {
@@ -196,6 +212,11 @@ func (s *server) poll(never string, ok func(*redis.Client) bool) {
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok(c) {
 		if time.Now().After(deadline) {
+			if s.log != "" {
+				b, _ := os.ReadFile(s.log)
+				b = b[max(0, len(b)-4096):]
+				fmt.Fprintf(os.Stderr, "%s (%s) said:\n%s\n", s.name, strings.Join(s.cmd.Args, " "), b)
+			}
 			check(fmt.Errorf("%s %s", s.name, never))
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -210,6 +231,9 @@ func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
 	os.RemoveAll(s.dir)
+	if s.log != "" {
+		os.Remove(s.log)
+	}
 }
 
 func (s *server) do(args ...any) {
