@@ -269,8 +269,44 @@ func TestSoleVoterElectsAtOnce(t *testing.T) {
 		if _, err := n.Write(ctx, add); err != nil {
 			t.Fatalf("%s: %v", start, err)
 		}
+		if !n.WritesLocally() {
+			t.Fatalf("%s: a lone voter leading says its writes wait on others", start)
+		}
 		cancel()
 		crash(n)
+	}
+}
+
+// TestWritesLocally: only a leader whose configuration is itself alone
+// writes without waiting on another node (a non-voter may hold a read
+// lease that each write waits on).
+func TestWritesLocally(t *testing.T) {
+	n, err := Open(Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !n.IsLeader() {
+		if err := n.waitLeaderChange(ctx); err != nil && ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	self := raft.Server{ID: raft.ServerID(n.opts.NodeID), Suffrage: raft.Voter}
+	for _, c := range []struct {
+		servers []raft.Server
+		want    bool
+	}{
+		{[]raft.Server{self}, true},
+		{[]raft.Server{self, {ID: "b", Suffrage: raft.Nonvoter}}, false},
+		{[]raft.Server{self, {ID: "b", Suffrage: raft.Voter}}, false},
+		{[]raft.Server{self}, true},
+	} {
+		n.configured(raft.Configuration{Servers: c.servers})
+		if got := n.WritesLocally(); got != c.want {
+			t.Errorf("WritesLocally with %v = %v, want %v", c.servers, got, c.want)
+		}
 	}
 }
 

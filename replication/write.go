@@ -490,6 +490,17 @@ func (n *Node) patient(ctx context.Context, t *time.Timer, moved func() <-chan s
 // progress is a figure that moves whenever the log does.
 func (n *Node) progress() uint64 { return n.raft.CommitIndex() + n.fsm.applied.Load() }
 
+// WritesLocally reports whether a write now waits on this node alone: it
+// leads, and is its configuration's one member (a non-voter would hold
+// read leases that writes wait on).
+func (n *Node) WritesLocally() bool {
+	if n.voters.Load() != 1 || !n.IsLeader() {
+		return false
+	}
+	m := n.servers.Load()
+	return m == nil || len(*m) == 1
+}
+
 // Write implements server.Backend: propose on the leader, or forward to it;
 // either way reply only once this node has applied the entry.
 func (n *Node) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {

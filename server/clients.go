@@ -676,7 +676,7 @@ func (s *session) pauseGate(sp *spec) {
 		return // no pause: nothing to work out (mayWrite scans EXEC's queue)
 	}
 	if s.inline {
-		return // admitted before the pause began (inlineOK): an event loop never waits
+		return // admitted before the pause began (onLoop): an event loop never waits
 	}
 	for {
 		held, end, wake := p.holds(s.mayWrite(sp))

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/evloop"
+	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/resp"
 )
 
@@ -31,7 +33,17 @@ func (h loopHandler) Traffic(c *evloop.Conn, in []byte, n int) (int, evloop.Acti
 	return c.Context.(*session).traffic(in, n)
 }
 
-func (h loopHandler) Parked(c *evloop.Conn) { h.s.parkers.serve(c.Context.(*session)) }
+func (h loopHandler) Parked(c *evloop.Conn) {
+	s := c.Context.(*session)
+	if s.turnHeld {
+		t := &h.s.turns[c.Loop()]
+		t.held = append(t.held, s)
+		return
+	}
+	h.s.parkers.serve(s)
+}
+
+func (h loopHandler) TurnEnd(loop int) { h.s.turnEnd(loop) }
 
 func (h loopHandler) Closed(c *evloop.Conn) { c.Context.(*session).ended() }
 
@@ -258,28 +270,174 @@ func (s *session) detach() error {
 	return nil
 }
 
-// inlineOK reports whether the command in args can run on the loop:
-// nothing about it can wait. It decides before the command has any
-// effect, so one that cannot is run from the start by the goroutine.
-func (s *session) inlineOK(args [][]byte) bool {
+// loopMode is where a command of a loop's connection runs.
+type loopMode uint8
+
+const (
+	loopRun  loopMode = iota // on the loop: nothing about it can wait
+	loopPark                 // from a goroutine, with what follows it
+	loopWait                 // a write queued for the loop's turn (turnEnd)
+)
+
+// onLoop decides where the command in args runs; last says it is the
+// last of the input, and small enough to be copied out of it
+// (maxTurnCommand). It decides before the command has any effect, so one
+// that is parked is run from the start by the goroutine.
+func (s *session) onLoop(args [][]byte, last bool) loopMode {
 	sp := s.lookup(args[0])
 	switch {
 	case sp == nil:
-		return true // an error reply
+		return loopRun // an error reply
 	case s.adm.replyOff || s.adm.skipThis || s.adm.skipNext || s.adm.mon != nil:
-		return false
+		return loopPark
 	case s.srv.adm.pause.maybe.Load():
-		return false
+		return loopPark
 	case s.multi:
-		return !sp.noMulti // queued, not run (EXEC, WATCH… run)
+		if sp.noMulti {
+			return loopPark // EXEC, WATCH…: run, not queued
+		}
+		return loopRun
 	case sp.run != nil || sp.subs != nil:
-		return sp.inline
+		if sp.inline {
+			return loopRun
+		}
+		return loopPark
 	case sp.parse == nil || sp.lockedRead:
-		return false
+		return loopPark
 	case sp.af.write || sp.af.mayReplicate:
-		return s.srv.inlineWrites
+		switch {
+		case s.srv.inlineWrites:
+			return loopRun
+		case last && sp.af.write && s.srv.turnWrites():
+			return loopWait
+		}
+		return loopPark
 	}
-	return s.barrierReady()
+	if s.barrierReady() {
+		return loopRun
+	}
+	return loopPark
+}
+
+// loopTurn are the connections whose last command, a write, waits for
+// their loop's turn to end: a loop's own.
+type loopTurn struct {
+	held []*session
+	cmds []*command.Cmd
+}
+
+const (
+	// maxTurnCommand bounds the command a loop's turn waits for: its
+	// bytes are copied out of the loop's buffer and kept by the session.
+	// A larger one is parked, as before (its write outweighs a hand-off).
+	maxTurnCommand = 16 << 10
+	// turnSlow: a turn whose writes took longer than this (the log's sync
+	// held up by an image flush or a busy disk) sends the loops' writes
+	// to parked goroutines for turnPause, so that the reads the loops
+	// serve wait behind at most one slow write in that time.
+	turnSlow  = 10 * time.Millisecond
+	turnPause = time.Second
+)
+
+// turnWrites reports whether a loop may wait for a write itself: the
+// backend's writes wait on this node alone, and none was slow lately.
+func (srv *Server) turnWrites() bool {
+	return srv.localWrites != nil && time.Now().UnixNano() >= srv.turnsOffUntil.Load() && srv.localWrites.WritesLocally()
+}
+
+// turnEnd writes the writes the loop's connections left for the end of
+// its turn (Redis's beforeSleep, where appendfsync always syncs the
+// turn's writes) through the log as one batch, waits for them, and
+// answers them. It runs on the loop: while the node is its cluster's one
+// voter a write waits only on this node's log, for about one log write,
+// and a connection at pipeline depth 1 is served with no goroutine woken
+// for it (a parked write wakes one to propose it and again to answer
+// it). The loop reads nothing meanwhile, as Redis's does not while it
+// syncs. When the node no longer writes alone, or CLIENT PAUSE may hold
+// writes, the connections go to parked goroutines as any other write.
+func (srv *Server) turnEnd(loop int) {
+	t := &srv.turns[loop]
+	if len(t.held) == 0 {
+		return
+	}
+	held := t.held
+	defer func() {
+		clear(t.held)
+		t.held = t.held[:0]
+	}()
+	if srv.adm.pause.maybe.Load() || !srv.localWrites.WritesLocally() {
+		for _, s := range held {
+			s.turnHeld = false
+			srv.parkers.serve(s) // its pending write goes first
+		}
+		return
+	}
+	t.cmds = t.cmds[:0]
+	for _, s := range held {
+		s.settle()
+		t.cmds = append(t.cmds, s.pending...)
+	}
+	start := time.Now()
+	res, err := srv.turnWrite(t.cmds)
+	took := time.Since(start)
+	clear(t.cmds)
+	if took > turnSlow {
+		srv.turnsOffUntil.Store(start.Add(took + turnPause).UnixNano())
+	}
+	for _, s := range held {
+		n := len(s.pending)
+		var r []keyspace.Result
+		if res != nil {
+			r, res = res[:n], res[n:]
+		}
+		s.turnHeld = false
+		s.releaseNeed()
+		s.turnAnswered(r, err, start, took)
+	}
+}
+
+// errTurnPanic answers a turn's writes when writing them panicked.
+var errTurnPanic = errors.New("internal error")
+
+// turnWrite writes a turn's commands; a panic in it costs the turn's
+// connections (closed after the error), not the loop.
+func (srv *Server) turnWrite(cmds []*command.Cmd) (res []keyspace.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			srv.opts.Logger.Error("panic writing a loop's turn", "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, errTurnPanic
+		}
+	}()
+	return srv.backend.Write(srv.ctx, cmds)
+}
+
+// turnAnswered answers a connection's write from its loop's turn and
+// gives the connection back to the loop.
+func (s *session) turnAnswered(res []keyspace.Result, err error, start time.Time, took time.Duration) {
+	c := s.ev
+	defer func() {
+		if r := recover(); r != nil {
+			s.internalError(r)
+			c.End()
+		}
+	}()
+	s.answerPending(res, err, start, took)
+	s.closing = s.closing || err == errTurnPanic
+	if s.lostBuf {
+		// The log may still encode the command: its bytes stay as they are.
+		s.turnBuf, s.lostBuf = nil, false
+	}
+	select {
+	case <-s.adm.killed:
+		c.Resume() // killed meanwhile: nothing more is sent; the loop closes it
+		return
+	default:
+	}
+	if s.sendBatch() != nil || s.closing {
+		c.End()
+		return
+	}
+	c.Resume()
 }
 
 // barrierReady reports whether this batch's reads can be served without

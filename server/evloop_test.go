@@ -3,13 +3,19 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/internal/golden"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/memstore"
 	"github.com/bfserver/bfserver/server"
@@ -99,5 +105,152 @@ func TestMonitorAfterHeldOutput(t *testing.T) {
 	}
 	if ok, _ := r.ReadString('\n'); ok != "+OK\r\n" {
 		t.Fatalf("after the GETs: %q", ok)
+	}
+}
+
+// turnLog is a backend whose writes wait on this node alone, as a single
+// node's Raft log: it records the commands of each Write, holds the first
+// until released, and answers WritesLocally from local (counting asks).
+type turnLog struct {
+	waiting
+	mu               sync.Mutex
+	sizes            []int
+	entered, release chan struct{}
+	slow             time.Duration // how long each Write takes beyond the store's
+	local            func(n int) bool
+	asked            atomic.Int32
+}
+
+func (l *turnLog) WritesLocally() bool { return l.local(int(l.asked.Add(1))) }
+
+// ReadNow: reads wait for nothing either, as a lone voter's.
+func (l *turnLog) ReadNow() (time.Time, bool) { return time.Time{}, true }
+
+func (l *turnLog) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
+	l.mu.Lock()
+	l.sizes = append(l.sizes, len(cmds))
+	first := len(l.sizes) == 1
+	l.mu.Unlock()
+	if first && l.entered != nil {
+		l.entered <- struct{}{}
+		<-l.release
+	}
+	time.Sleep(l.slow) // a slow disk
+	return l.st.Write(ctx, cmds)
+}
+
+func (l *turnLog) writes() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sizes)
+}
+
+// oneLoop runs the test's servers with one event loop, as on two cores.
+func oneLoop(t *testing.T) {
+	prev := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
+// TestTurnWritesTogether: the writes that connections of one event loop
+// send at depth 1 while the loop waits go to the log together, as one
+// write at the end of the loop's next turn, each answered in its place
+// after the replies before it in its pipeline.
+func TestTurnWritesTogether(t *testing.T) {
+	oneLoop(t)
+	b := &turnLog{waiting: waiting{memstore.New()}, entered: make(chan struct{}, 1), release: make(chan struct{}),
+		local: func(int) bool { return true }}
+	srv := startWith(t, server.Options{}, b)
+	first := dial(t, srv)
+	first.c.SetDeadline(time.Now().Add(20 * time.Second))
+	first.c.Write(golden.Encode(argv("BF.ADD", "k", "first")))
+	<-b.entered // the loop waits in its turn's write
+	const n = 8
+	var cls []*client
+	for i := range n {
+		cl := dial(t, srv)
+		cl.c.SetDeadline(time.Now().Add(20 * time.Second))
+		var req []byte
+		if i == 0 {
+			req = append(golden.Encode(argv("PING")), golden.Encode(argv("BF.EXISTS", "k", "x0"))...)
+		}
+		cl.c.Write(append(req, golden.Encode(argv("BF.ADD", "k", fmt.Sprintf("x%d", i)))...))
+		cls = append(cls, cl)
+	}
+	waitFor(t, "the server to hold every connection", func() bool { return server.Sessions(srv) == n+1 })
+	close(b.release)
+	if got, err := golden.ReadFrame(first.r); err != nil || string(got) != ":1\r\n" {
+		t.Fatalf("the first write: %q %v", got, err)
+	}
+	for i, cl := range cls {
+		want := []string{":1\r\n"}
+		if i == 0 {
+			want = []string{"+PONG\r\n", ":0\r\n", ":1\r\n"}
+		}
+		for _, w := range want {
+			if got, err := golden.ReadFrame(cl.r); err != nil || string(got) != w {
+				t.Fatalf("client %d: %q %v, want %q", i, got, err, w)
+			}
+		}
+	}
+	if got := b.writes(); !slices.Equal(got, []int{1, n}) {
+		t.Fatalf("writes of %v commands, want [1 %d]", got, n)
+	}
+	for i, cl := range cls {
+		if got := cl.run(t, "BF.EXISTS", "k", fmt.Sprintf("x%d", i)); got != ":1\r\n" {
+			t.Fatalf("client %d reads its own write: %q", i, got)
+		}
+	}
+	// Two writes in one read are not the last command alone: parked, and
+	// sent together from the parked goroutine.
+	first.c.Write(append(golden.Encode(argv("BF.ADD", "k", "p")), golden.Encode(argv("BF.ADD", "k", "q"))...))
+	for _, w := range []string{":1\r\n", ":1\r\n"} {
+		if got, err := golden.ReadFrame(first.r); err != nil || string(got) != w {
+			t.Fatalf("a pipeline of two writes: %q %v", got, err)
+		}
+	}
+	if got := b.writes(); !slices.Equal(got, []int{1, n, 2}) {
+		t.Fatalf("writes of %v commands, want [1 %d 2]", got, n)
+	}
+}
+
+// TestTurnWriteWhenNoLongerAlone: a write queued for the loop's turn goes
+// to a parked goroutine when, by the turn's end, the node no longer
+// writes alone (it lost its leadership, or gained a voter): answered
+// once, and applied.
+func TestTurnWriteWhenNoLongerAlone(t *testing.T) {
+	b := &turnLog{waiting: waiting{memstore.New()}, local: func(n int) bool { return n%2 == 1 }} // yes at the command, no at the turn's end
+	srv := startWith(t, server.Options{}, b)
+	cl := dial(t, srv)
+	for i := range 3 {
+		if got := cl.run(t, "BF.ADD", "k", fmt.Sprint(i)); got != ":1\r\n" {
+			t.Fatalf("write %d: %q", i, got)
+		}
+	}
+	if got := cl.run(t, "BF.CARD", "k"); got != ":3\r\n" {
+		t.Fatalf("BF.CARD %q", got)
+	}
+	if got, asked := b.writes(), b.asked.Load(); !slices.Equal(got, []int{1, 1, 1}) || asked != 6 {
+		t.Fatalf("writes %v, WritesLocally asked %d times; want [1 1 1] and 6", got, asked)
+	}
+}
+
+// TestSlowTurnParksWrites: after a turn's write took longer than a log
+// write should (an image flush's sync, a busy disk), the loops park the
+// writes for a while, so reads on the loop do not wait behind them.
+func TestSlowTurnParksWrites(t *testing.T) {
+	b := &turnLog{waiting: waiting{memstore.New()}, slow: 30 * time.Millisecond, local: func(int) bool { return true }}
+	srv := startWith(t, server.Options{}, b)
+	cl := dial(t, srv)
+	if got := cl.run(t, "BF.ADD", "k", "a"); got != ":1\r\n" {
+		t.Fatalf("the slow write: %q", got)
+	}
+	if asked := b.asked.Load(); asked != 2 {
+		t.Fatalf("WritesLocally asked %d times for the first write, want 2 (the command, the turn)", asked)
+	}
+	if got := cl.run(t, "BF.ADD", "k", "b"); got != ":1\r\n" {
+		t.Fatalf("the write after it: %q", got)
+	}
+	if asked := b.asked.Load(); asked != 2 {
+		t.Fatalf("WritesLocally asked again (%d) after a slow turn: the write was not parked", asked)
 	}
 }

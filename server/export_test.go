@@ -63,3 +63,10 @@ func ShardCalls(srv *Server, name string) []int64 {
 	}
 	return out
 }
+
+// Sessions is how many connections the server holds.
+func Sessions(srv *Server) int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.clients)
+}

@@ -37,16 +37,19 @@ func startServer(t testing.TB, clk *clock) *server.Server {
 // How a test server serves its connections: from event loops with a
 // backend that never waits (every command runs on the loop), from event
 // loops with one that may (writes and reads are parked to a goroutine, as
-// with a replicated log), or a goroutine per connection.
+// with a replicated log), from event loops with one whose writes wait on
+// this node alone (a connection's last write waits for the loop's turn,
+// as with a single node's log), or a goroutine per connection.
 type ioMode string
 
 const (
 	ioLoop      ioMode = "loop"
 	ioParked    ioMode = "parked"
+	ioTurn      ioMode = "turn"
 	ioGoroutine ioMode = "goroutine"
 )
 
-var ioModes = []ioMode{ioLoop, ioParked, ioGoroutine}
+var ioModes = []ioMode{ioLoop, ioParked, ioTurn, ioGoroutine}
 
 // waiting is a memstore that does not say its writes and reads never
 // wait, so an event loop parks them, as it does a replicated log's.
@@ -64,6 +67,13 @@ func (w waiting) Users() (uint64, map[string][]string, <-chan struct{}) {
 }
 func (w waiting) UsersVersion() uint64 { return w.st.UsersVersion() }
 
+// localWaiting is waiting, but says its writes wait on this node alone:
+// an event loop waits for a connection's last write itself, at the end
+// of its turn, together with the others of that turn.
+type localWaiting struct{ waiting }
+
+func (localWaiting) WritesLocally() bool { return true }
+
 func startServerIn(t testing.TB, clk *clock, mode ioMode) *server.Server {
 	t.Helper()
 	opts := server.Options{Addr: "127.0.0.1:0", NoEventLoop: mode == ioGoroutine}
@@ -71,8 +81,11 @@ func startServerIn(t testing.TB, clk *clock, mode ioMode) *server.Server {
 		opts.Now = clk.now
 	}
 	var b server.Backend = memstore.New()
-	if mode == ioParked {
+	switch mode {
+	case ioParked:
 		b = waiting{memstore.New()}
+	case ioTurn:
+		b = localWaiting{waiting{memstore.New()}}
 	}
 	srv := newServer(t, opts, b)
 	if err := srv.Listen(); err != nil {

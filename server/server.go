@@ -41,6 +41,13 @@ type immediateWriter interface {
 	WritesImmediately() bool
 }
 
+// localWriter is a Backend that can tell at once that a write now waits
+// only on this node's own log (a leader that is its cluster's one voter):
+// an event loop may then wait for it itself (see turnEnd).
+type localWriter interface {
+	WritesLocally() bool
+}
+
 // instantReader is a Backend that can tell at once, without a context,
 // that a read need not wait (a leader with everything applied): the
 // session then builds no timeout for Barrier, once per batch of reads.
@@ -257,6 +264,13 @@ type Server struct {
 	loops        *evloop.Group
 	inlineWrites bool
 	parkers      parkers // serve the loops' parked connections
+	// localWrites is the backend, when it can say its writes wait on this
+	// node alone; turns are the writes each loop holds for its turn's end.
+	localWrites localWriter
+	turns       []loopTurn
+	// turnsOffUntil (Unix ns): no loop waits for a write before then
+	// (turnSlow).
+	turnsOffUntil atomic.Int64
 	// statShards are the commands' counters (INFO commandstats, metrics):
 	// per shard (stats.go), by ACL id.
 	statShards [][]cmdStats
@@ -281,6 +295,7 @@ func New(opts Options, b Backend) (*Server, error) {
 	if w, ok := b.(immediateWriter); ok {
 		s.inlineWrites = w.WritesImmediately()
 	}
+	s.localWrites, _ = b.(localWriter)
 	s.seeds = opts.Users
 	if opts.ACLFile != "" {
 		users, err := fileUsers(opts.ACLFile)
@@ -326,7 +341,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Serve accepts connections until Close.
 func (s *Server) Serve() error {
 	if !s.opts.NoEventLoop && s.opts.TLS == nil && evloop.Supported {
-		g, err := evloop.Start(loopHandler{s}, evloop.Options{})
+		n := evloop.DefaultLoops()
+		s.turns = make([]loopTurn, n)
+		g, err := evloop.Start(loopHandler{s}, evloop.Options{Loops: n})
 		if err != nil {
 			return err
 		}

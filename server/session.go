@@ -89,6 +89,12 @@ type session struct {
 	// command that could is left for a goroutine (parked, below), and
 	// parkNow says one was found after it started (its lease ended).
 	inline, parkNow bool
+	// turnWrite: the command being run is the last of a loop's input and
+	// a write its loop may wait for (turnEnd); turnHeld: it was queued,
+	// and the connection waits for the loop's turn to end. turnBuf holds
+	// the command's bytes meanwhile: the loop reuses its read buffer.
+	turnWrite, turnHeld bool
+	turnBuf             []byte
 	// detachedOut is output an event loop held when MONITOR took the
 	// connection out of it: it goes out first.
 	detachedOut []byte
@@ -234,21 +240,39 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 			continue
 		}
 		s.args = a
-		if inline && !s.inlineOK(a) {
-			park = true
-			break
+		if inline {
+			switch s.onLoop(a, pos+used == len(buf) && used <= maxTurnCommand) {
+			case loopPark:
+				park = true
+			case loopWait:
+				// Its bytes move out of the loop's buffer, and it is
+				// parsed again from them.
+				s.turnBuf = append(s.turnBuf[:0], buf[pos:pos+used]...)
+				s.args, _, _ = resp.ParseCommand(s.turnBuf, lim, true, s.args, nil)
+				a, s.turnWrite = s.args, true
+			}
+			if park {
+				break
+			}
 		}
 		if next := pos + used; next < len(buf) && s.isLookup(a) {
 			s.prefetchNext(buf[next:])
 		}
 		s.dispatch(a)
+		s.turnWrite = false
 		if s.parkNow {
 			s.parkNow, park = false, true
 			break
 		}
 		pos += used
+		if s.turnHeld {
+			park = true
+			break
+		}
 	}
-	s.flushPending()
+	if !s.turnHeld {
+		s.flushPending()
+	}
 	s.settle()
 	s.inline = false
 	return pos, park
@@ -453,8 +477,13 @@ func (s *session) execute(sp *spec, args [][]byte) {
 		return
 	}
 	if c.Op.IsWrite() {
+		if s.turnWrite && !command.Splits(c) {
+			s.queueWrite(sp, c, args) // for the loop's turn
+			s.turnHeld = true
+			return
+		}
 		if s.inline && !s.srv.inlineWrites {
-			// A write the loop cannot wait for (inlineOK goes by the
+			// A write the loop cannot wait for (onLoop goes by the
 			// command's flags; this goes by what it parsed to).
 			s.releaseNeed()
 			s.parkNow = true
@@ -645,10 +674,16 @@ func (s *session) flushPending() {
 	}
 	s.settle()
 	s.pauseGate(nil) // CLIENT PAUSE holds writes before they reach the log
-	cmds, specs := s.pending, s.pendSpec
 	start := time.Now()
-	res, err := s.writePieces(cmds)
-	took := time.Since(start) // each took the batch's time through the log
+	res, err := s.writePieces(s.pending)
+	s.answerPending(res, err, start, time.Since(start))
+}
+
+// answerPending renders the pending writes' replies from what the backend
+// answered (res nil: err for all), each having taken the batch's time
+// through the log, and lets go of them.
+func (s *session) answerPending(res []keyspace.Result, err error, start time.Time, took time.Duration) {
+	cmds, specs := s.pending, s.pendSpec
 	for i, c := range cmds {
 		from := len(s.w.Buf)
 		if res == nil {

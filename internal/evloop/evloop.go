@@ -40,6 +40,14 @@ type Handler interface {
 	Closed(c *Conn)
 }
 
+// TurnEnder is a Handler told when a loop has served every connection one
+// wait for events returned, before it waits again (Redis's beforeSleep):
+// what the turn's connections left to do together (the writes they parked
+// with the loop, through one log write) is done there.
+type TurnEnder interface {
+	TurnEnd(loop int)
+}
+
 // Action is what the loop does with a connection after Traffic.
 type Action uint8
 

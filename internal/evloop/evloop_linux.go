@@ -20,6 +20,7 @@ const Supported = true
 // Group is a set of event loops sharing the connections given to them.
 type Group struct {
 	h     Handler
+	turns TurnEnder // h, when it is one
 	opts  Options
 	loops []*loop
 	next  atomic.Uint32
@@ -111,6 +112,7 @@ type Conn struct {
 func Start(h Handler, o Options) (*Group, error) {
 	o.ensureDefaults()
 	g := &Group{h: h, opts: o}
+	g.turns, _ = h.(TurnEnder)
 	for i := range o.Loops {
 		l, err := newLoop(g)
 		if err != nil {
@@ -390,6 +392,9 @@ func (l *loop) run() {
 				continue
 			}
 			l.event(c, ev.Events)
+		}
+		if l.g.turns != nil {
+			l.g.turns.TurnEnd(l.index)
 		}
 		if l.stopping && len(l.conns) == 0 {
 			return
