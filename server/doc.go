@@ -13,7 +13,10 @@
 // sent to the backend as one Write; reads wait for one read barrier per
 // batch of input, then read the keyspace directly. Replies go out in one
 // write per batch. On an event loop, a batch runs on the loop until a
-// command that could wait; the rest of it runs on a goroutine.
+// command that could wait; the rest of it runs on a goroutine. A write
+// that ends its batch, while the backend writes alone (WritesLocally), is
+// instead left for the loop's turn to end: the loop sends that turn's
+// writes as one Write and answers them itself (turnEnd).
 //
 // State and locks: a session belongs to whoever serves it (its loop, or
 // the goroutine it is parked with or has), and publishes what other

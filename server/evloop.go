@@ -331,6 +331,9 @@ const (
 	// bytes are copied out of the loop's buffer and kept by the session.
 	// A larger one is parked, as before (its write outweighs a hand-off).
 	maxTurnCommand = 16 << 10
+	// keptTurnBuf bounds the copy a session keeps for its next write (a
+	// BF.ADD of a short item takes some 40 bytes).
+	keptTurnBuf = 512
 	// turnSlow: a turn whose writes took longer than this (the log's sync
 	// held up by an image flush or a busy disk) sends the loops' writes
 	// to parked goroutines for turnPause, so that the reads the loops
@@ -423,8 +426,9 @@ func (s *session) turnAnswered(res []keyspace.Result, err error, start time.Time
 	}()
 	s.answerPending(res, err, start, took)
 	s.closing = s.closing || err == errTurnPanic
-	if s.lostBuf {
-		// The log may still encode the command: its bytes stay as they are.
+	if s.lostBuf || cap(s.turnBuf) > keptTurnBuf {
+		// The log may still encode the command (its bytes stay as they
+		// are), or it was large: an idle connection keeps no more.
 		s.turnBuf, s.lostBuf = nil, false
 	}
 	select {

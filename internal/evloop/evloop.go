@@ -16,6 +16,11 @@
 // connection; so is one that does not read its replies: while output
 // waits for the socket, the loop reads nothing more from it.
 //
+// A handler that is also a TurnEnder is told when a loop has served what
+// one wait returned, before it waits again (Redis's beforeSleep): what
+// the turn's connections left for it to do together, it does there, on
+// the loop.
+//
 // Ownership: a connection belongs to its loop, or, parked, to whoever
 // parked it; only the owner touches its buffers and descriptor. Close may
 // be called from anywhere: the loop closes the connection as soon as it
