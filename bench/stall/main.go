@@ -612,17 +612,16 @@ func printCreate(s *server, c *redis.Client, p *probe) {
 	fmt.Printf("   peak RSS %d MiB\n", s.memKB("VmHWM")/1024)
 }
 
-// printStages prints INFO writestages' store, fsm_apply and total.
+// printStages prints INFO writestages' stages that timed anything: where
+// the longest write spent its time.
 func printStages(c *redis.Client, prefix string) {
 	txt, err := c.Info(context.Background(), "writestages").Result()
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(txt, "\r\n") {
-		for _, st := range []string{"stage_store:", "stage_fsm_apply:", "stage_total:"} {
-			if strings.HasPrefix(line, st) {
-				fmt.Printf("   %s%s\n", prefix, line)
-			}
+		if strings.HasPrefix(line, "stage_") && !strings.Contains(line, ":count=0,") {
+			fmt.Printf("   %s%s\n", prefix, line)
 		}
 	}
 }
