@@ -322,8 +322,17 @@ func (s *session) onLoop(args [][]byte, last bool) loopMode {
 // loopTurn are the connections whose last command, a write, waits for
 // their loop's turn to end: a loop's own.
 type loopTurn struct {
-	held []*session
-	cmds []*command.Cmd
+	held  []*session
+	cmds  []*command.Cmd
+	done  chan turnResult // the turn's write's answer
+	timer *time.Timer     // turnSlow
+}
+
+// turnResult is the answer to a turn's write.
+type turnResult struct {
+	res  []keyspace.Result
+	err  error
+	took time.Duration
 }
 
 const (
@@ -334,10 +343,12 @@ const (
 	// keptTurnBuf bounds the copy a session keeps for its next write (a
 	// BF.ADD of a short item takes some 40 bytes).
 	keptTurnBuf = 512
-	// turnSlow: a turn whose writes took longer than this (the log's sync
-	// held up by an image flush or a busy disk) sends the loops' writes
-	// to parked goroutines for turnPause, so that the reads the loops
-	// serve wait behind at most one slow write in that time.
+	// turnSlow is the longest a loop waits for its turn's write (a log
+	// write takes well under a millisecond; an image flush's sync or a
+	// busy disk, a hung one, can take far longer): past it a goroutine
+	// waits for the write and answers it, and the loops park their writes
+	// until turnPause after that write is answered, so that the reads a
+	// loop serves wait at most turnSlow, at most once in turnPause.
 	turnSlow  = 10 * time.Millisecond
 	turnPause = time.Second
 )
@@ -348,15 +359,26 @@ func (srv *Server) turnWrites() bool {
 	return srv.localWrites != nil && time.Now().UnixNano() >= srv.turnsOffUntil.Load() && srv.localWrites.WritesLocally()
 }
 
+// pauseTurns keeps the loops from waiting for writes until t at least.
+func (srv *Server) pauseTurns(t time.Time) {
+	for {
+		old := srv.turnsOffUntil.Load()
+		if old >= t.UnixNano() || srv.turnsOffUntil.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
+	}
+}
+
 // turnEnd writes the writes the loop's connections left for the end of
 // its turn (Redis's beforeSleep, where appendfsync always syncs the
 // turn's writes) through the log as one batch, waits for them, and
 // answers them. It runs on the loop: while the node is its cluster's one
 // voter a write waits only on this node's log, for about one log write,
 // and a connection at pipeline depth 1 is served with no goroutine woken
-// for it (a parked write wakes one to propose it and again to answer
-// it). The loop reads nothing meanwhile, as Redis's does not while it
-// syncs. When the node no longer writes alone, or CLIENT PAUSE may hold
+// for it but the one that proposes the turn's batch (a parked write woke
+// one to propose it and again to answer it). The loop reads nothing
+// meanwhile, as Redis's does not while it syncs, but for turnSlow at
+// most. When the node no longer writes alone, or CLIENT PAUSE may hold
 // writes, the connections go to parked goroutines as any other write.
 func (srv *Server) turnEnd(loop int) {
 	t := &srv.turns[loop]
@@ -364,15 +386,13 @@ func (srv *Server) turnEnd(loop int) {
 		return
 	}
 	held := t.held
-	defer func() {
-		clear(t.held)
-		t.held = t.held[:0]
-	}()
 	if srv.adm.pause.maybe.Load() || !srv.localWrites.WritesLocally() {
 		for _, s := range held {
 			s.turnHeld = false
 			srv.parkers.serve(s) // its pending write goes first
 		}
+		clear(t.held)
+		t.held = t.held[:0]
 		return
 	}
 	t.cmds = t.cmds[:0]
@@ -380,22 +400,49 @@ func (srv *Server) turnEnd(loop int) {
 		s.settle()
 		t.cmds = append(t.cmds, s.pending...)
 	}
-	start := time.Now()
-	res, err := srv.turnWrite(t.cmds)
-	took := time.Since(start)
-	clear(t.cmds)
-	if took > turnSlow {
-		srv.turnsOffUntil.Store(start.Add(took + turnPause).UnixNano())
+	if t.done == nil {
+		t.done = make(chan turnResult, 1)
+		t.timer = time.NewTimer(turnSlow)
+	} else {
+		t.timer.Reset(turnSlow)
 	}
+	done, cmds, start := t.done, t.cmds, time.Now()
+	go func() {
+		res, err := srv.turnWrite(cmds)
+		done <- turnResult{res, err, time.Since(start)}
+	}()
+	select {
+	case r := <-done:
+		t.timer.Stop()
+		srv.answerTurn(held, r, start)
+		clear(t.cmds)
+		clear(t.held)
+		t.held = t.held[:0]
+	case <-t.timer.C:
+		// The log is slow: a goroutine takes the turn's connections
+		// (parked, they are whoever's holds them) and the loop goes on.
+		t.held, t.cmds, t.done = nil, nil, make(chan turnResult, 1)
+		srv.pauseTurns(start.Add(turnSlow + turnPause))
+		go func() {
+			r := <-done
+			srv.pauseTurns(time.Now().Add(turnPause))
+			srv.answerTurn(held, r, start)
+		}()
+	}
+}
+
+// answerTurn answers each connection of a turn from its part of r.
+func (srv *Server) answerTurn(held []*session, r turnResult, start time.Time) {
+	res := r.res
 	for _, s := range held {
 		n := len(s.pending)
-		var r []keyspace.Result
+		var mine []keyspace.Result
 		if res != nil {
-			r, res = res[:n], res[n:]
+			mine, res = res[:n], res[n:]
 		}
 		s.turnHeld = false
 		s.releaseNeed()
-		s.turnAnswered(r, err, start, took)
+		s.turnAnswered(mine, r.err, start, r.took)
 	}
 }
 

@@ -254,3 +254,34 @@ func TestSlowTurnParksWrites(t *testing.T) {
 		t.Fatalf("WritesLocally asked again (%d) after a slow turn: the write was not parked", asked)
 	}
 }
+
+// TestHungTurnWriteFreesTheLoop: a turn's write that does not come back
+// (a hung disk) holds its loop for turnSlow only: a read on another
+// connection of that loop is answered meanwhile, from the state before
+// the write; the write is answered once it is done.
+func TestHungTurnWriteFreesTheLoop(t *testing.T) {
+	oneLoop(t)
+	b := &turnLog{waiting: waiting{memstore.New()}, entered: make(chan struct{}, 1), release: make(chan struct{}),
+		local: func(int) bool { return true }}
+	srv := startWith(t, server.Options{}, b)
+	writer, reader := dial(t, srv), dial(t, srv)
+	if got := reader.run(t, "PING"); got != "+PONG\r\n" {
+		t.Fatal(got)
+	}
+	writer.c.SetDeadline(time.Now().Add(20 * time.Second))
+	writer.c.Write(golden.Encode(argv("BF.ADD", "k", "a")))
+	<-b.entered
+	reader.c.SetDeadline(time.Now().Add(5 * time.Second))
+	reader.c.Write(golden.Encode(argv("BF.EXISTS", "k", "a")))
+	got, err := golden.ReadFrame(reader.r)
+	close(b.release)
+	if err != nil || string(got) != ":0\r\n" {
+		t.Fatalf("a read while the loop's write hangs: %q %v, want :0", got, err)
+	}
+	if got, err := golden.ReadFrame(writer.r); err != nil || string(got) != ":1\r\n" {
+		t.Fatalf("the hung write once done: %q %v", got, err)
+	}
+	if got := reader.run(t, "BF.EXISTS", "k", "a"); got != ":1\r\n" {
+		t.Fatalf("after the write: %q", got)
+	}
+}
