@@ -117,8 +117,39 @@ func Run(ctx context.Context, o Options) {
 		// The heap's goal, plus the runtime's memory beside the heap and
 		// room for the next burst of allocation: above it the scavenger
 		// gives pages back.
-		debug.SetMemoryLimit(int64(live + live*uint64(p)/100 + nonHeap(classes) + o.Headroom/2))
+		other := nonHeap(classes)
+		debug.SetMemoryLimit(int64(Limit(live+live*uint64(p)/100+other+o.Headroom/2, mapped(classes))))
 	}
+}
+
+// maxScavengeStep bounds how far below the memory the process holds a new
+// limit may go. The runtime returns what the process holds above its
+// limit in the allocation that finds it there, all at once: after a
+// million filters were created (hundreds of MiB freed, not yet returned),
+// the limit set at the next collection made one of the state machine's
+// allocations madvise for about 100 ms, and a write wait as long (an
+// execution trace of bench/stall). A step at a time, the allocation's
+// share stays a few milliseconds; the runtime's background scavenger
+// works down to the limit meanwhile, and the next collection steps again.
+const maxScavengeStep = 16 << 20
+
+// Limit is the memory limit for a goal of goal bytes while the process
+// holds mapped: the goal, or maxScavengeStep below mapped if that is more.
+func Limit(goal, mapped uint64) uint64 {
+	if mapped > maxScavengeStep {
+		return max(goal, mapped-maxScavengeStep)
+	}
+	return goal
+}
+
+// mapped is the memory the runtime holds from the kernel, as the memory
+// limit counts it: all of it but the heap's released pages. classes were
+// read by nonHeap.
+func mapped(classes []metrics.Sample) uint64 {
+	if classes[0].Value.Kind() != metrics.KindUint64 || classes[4].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return classes[0].Value.Uint64() - min(classes[0].Value.Uint64(), classes[4].Value.Uint64())
 }
 
 // Release returns freed memory to the kernel: the Go heap's (what

@@ -113,3 +113,20 @@ func TestIdleLeavesAGrowingHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestLimitStepsDown: a limit never asks the runtime to give back more
+// than maxScavengeStep at once.
+func TestLimitStepsDown(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct{ goal, mapped, want uint64 }{
+		{goal: 100 * mib, mapped: 90 * mib, want: 100 * mib},
+		{goal: 100 * mib, mapped: 110 * mib, want: 100 * mib},
+		{goal: 100 * mib, mapped: 600 * mib, want: 600*mib - maxScavengeStep},
+		{goal: 100 * mib, mapped: 0, want: 100 * mib},
+		{goal: 1 * mib, mapped: 8 * mib, want: 1 * mib},
+	} {
+		if got := Limit(c.goal, c.mapped); got != c.want {
+			t.Errorf("Limit(%d MiB, %d MiB) = %d MiB, want %d MiB", c.goal/mib, c.mapped/mib, got/mib, c.want/mib)
+		}
+	}
+}
