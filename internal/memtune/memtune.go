@@ -117,20 +117,49 @@ func Run(ctx context.Context, o Options) {
 		// The heap's goal, plus the runtime's memory beside the heap and
 		// room for the next burst of allocation: above it the scavenger
 		// gives pages back.
-		other := nonHeap(classes)
-		debug.SetMemoryLimit(int64(Limit(live+live*uint64(p)/100+other+o.Headroom/2, mapped(classes))))
+		goal := live + live*uint64(p)/100 + nonHeap(classes) + o.Headroom/2
+		lowerLimit(goal, classes)
 	}
 }
 
+// lowerLimit sets the memory limit to goal, maxScavengeStep at a time,
+// each step followed by an allocation of this goroutine's own: the
+// runtime returns what the process holds above the limit in the first
+// allocation that finds it there, so this goroutine pays for it, not the
+// state machine or a connection (see maxScavengeStep).
+func lowerLimit(goal uint64, classes []metrics.Sample) {
+	for range maxSteps {
+		metrics.Read(classes)
+		m := mapped(classes)
+		l := Limit(goal, m)
+		debug.SetMemoryLimit(int64(l))
+		poke = make([]byte, 64<<10) // a span of its own: the runtime scavenges here
+		poke = nil
+		if l == goal {
+			return
+		}
+		metrics.Read(classes)
+		if mapped(classes)+maxScavengeStep/2 > m {
+			return // the runtime held on to it: the background scavenger goes on
+		}
+	}
+}
+
+// maxSteps bounds lowerLimit's steps (64 of 16 MiB: a gigabyte).
+const maxSteps = 64
+
+// poke is lowerLimit's allocation, kept from the compiler's reach.
+var poke []byte
+
 // maxScavengeStep bounds how far below the memory the process holds a new
-// limit may go. The runtime returns what the process holds above its
-// limit in the allocation that finds it there, all at once: after a
+// limit goes at once. The runtime returns what the process holds above
+// its limit in the allocation that finds it there, all at once: after a
 // million filters were created (hundreds of MiB freed, not yet returned),
 // the limit set at the next collection made one of the state machine's
 // allocations madvise for about 100 ms, and a write wait as long (an
-// execution trace of bench/stall). A step at a time, the allocation's
-// share stays a few milliseconds; the runtime's background scavenger
-// works down to the limit meanwhile, and the next collection steps again.
+// execution trace of bench/stall). lowerLimit steps down, paying each
+// step itself; another goroutine's allocation that comes between pays
+// one step at most.
 const maxScavengeStep = 16 << 20
 
 // Limit is the memory limit for a goal of goal bytes while the process
