@@ -2,6 +2,7 @@ package engine
 
 import (
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -258,7 +259,14 @@ func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error 
 			return fn(c, h.inline[c*ChunkSize:c*ChunkSize+h.chunkLen(c)])
 		})
 	}
+	n := 0
 	return EachChunk(h.all, func(c uint64) error {
+		if n++; n%readYield == 0 {
+			// The writer waits on f.mu for a chunk not read yet, readied
+			// on this P by each Unlock; a read that never blocks kept the
+			// P (as the walk over small filters did, keyspace walkYield).
+			runtime.Gosched()
+		}
 		f.mu.Lock()
 		if off, ok := h.spilled[c]; ok {
 			delete(h.spilled, c)
@@ -298,6 +306,10 @@ func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error 
 		return err
 	})
 }
+
+// readYield is how many chunks Read reads between its yields to the
+// writer (a MiB).
+const readYield = 16
 
 // wake lets writers waiting on the budget look again. f.mu is held.
 func (f *Freeze) wake() {
