@@ -326,6 +326,7 @@ type loopTurn struct {
 	cmds  []*command.Cmd
 	done  chan turnResult // the turn's write's answer
 	timer *time.Timer     // turnSlow
+	avg   time.Duration   // the turns' writes' time, a moving average
 }
 
 // turnResult is the answer to a turn's write.
@@ -351,6 +352,10 @@ const (
 	// loop serves wait at most turnSlow, at most once in turnPause.
 	turnSlow  = 10 * time.Millisecond
 	turnPause = time.Second
+	// turnSlowAvg: the same, when a loop's turns' writes take this long
+	// on average (a disk whose every sync takes some milliseconds): each
+	// would hold the loop's reads that long, turn after turn.
+	turnSlowAvg = 2 * time.Millisecond
 )
 
 // turnWrites reports whether a loop may wait for a write itself: the
@@ -397,7 +402,6 @@ func (srv *Server) turnEnd(loop int) {
 	}
 	t.cmds = t.cmds[:0]
 	for _, s := range held {
-		s.settle()
 		t.cmds = append(t.cmds, s.pending...)
 	}
 	if t.done == nil {
@@ -414,10 +418,22 @@ func (srv *Server) turnEnd(loop int) {
 	select {
 	case r := <-done:
 		t.timer.Stop()
+		// Each write counts for at most twice the bound: one outlier (a
+		// page fault, a collection) must not pause the turns.
+		if t.avg += (min(r.took, 2*turnSlowAvg) - t.avg) / 32; t.avg > turnSlowAvg {
+			t.avg = 0 // measured afresh once the pause is over
+			srv.pauseTurns(time.Now().Add(turnPause))
+		}
+		if r.err != nil {
+			// The log may still encode these commands (a proposal given
+			// up on stays queued): their list is not reused.
+			t.cmds = nil
+		} else {
+			clear(t.cmds)
+		}
 		srv.answerTurn(held, r, start)
-		clear(t.cmds)
-		clear(t.held)
-		t.held = t.held[:0]
+		clear(held)
+		t.held = held[:0]
 	case <-t.timer.C:
 		// The log is slow: a goroutine takes the turn's connections
 		// (parked, they are whoever's holds them) and the loop goes on.
@@ -431,8 +447,21 @@ func (srv *Server) turnEnd(loop int) {
 	}
 }
 
-// answerTurn answers each connection of a turn from its part of r.
+// answerTurn answers each connection of a turn from its part of r. A
+// panic costs the connections not yet answered (closed), not the loop.
 func (srv *Server) answerTurn(held []*session, r turnResult, start time.Time) {
+	defer func() {
+		if p := recover(); p != nil {
+			srv.opts.Logger.Error("panic answering a loop's turn", "panic", p, "stack", string(debug.Stack()))
+			for _, s := range held {
+				if s.turnHeld {
+					s.turnHeld = false
+					s.releaseNeed()
+					s.ev.End()
+				}
+			}
+		}
+	}()
 	res := r.res
 	for _, s := range held {
 		n := len(s.pending)
@@ -473,10 +502,11 @@ func (s *session) turnAnswered(res []keyspace.Result, err error, start time.Time
 	}()
 	s.answerPending(res, err, start, took)
 	s.closing = s.closing || err == errTurnPanic
-	if s.lostBuf || cap(s.turnBuf) > keptTurnBuf {
-		// The log may still encode the command (its bytes stay as they
-		// are), or it was large: an idle connection keeps no more.
-		s.turnBuf, s.lostBuf = nil, false
+	// After an error answerPending let go of the command's bytes (the
+	// log may still encode them); the loop's own input never held them.
+	s.lostBuf = false
+	if cap(s.turnBuf) > keptTurnBuf {
+		s.turnBuf = nil // large: an idle connection keeps no more
 	}
 	select {
 	case <-s.adm.killed:

@@ -285,3 +285,61 @@ func TestHungTurnWriteFreesTheLoop(t *testing.T) {
 		t.Fatalf("after the write: %q", got)
 	}
 }
+
+// keepingLog fails its first write the way a proposal given up on does
+// (the log may still encode it later) and keeps what it was given.
+type keepingLog struct {
+	turnLog
+	kept              []*command.Cmd
+	keptKey, keptItem string
+}
+
+func (l *keepingLog) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
+	if l.kept == nil {
+		l.kept = cmds
+		l.keptKey, l.keptItem = string(cmds[0].Key), string(cmds[0].Items[0])
+		return nil, command.ErrLogTimeout
+	}
+	return l.st.Write(ctx, cmds)
+}
+
+// TestTurnWriteErrorKeepsItsCommands: after a turn's write fails with an
+// unknown outcome, neither its list of commands nor the command's bytes
+// are reused by the next turns: the log may still encode them.
+func TestTurnWriteErrorKeepsItsCommands(t *testing.T) {
+	b := &keepingLog{turnLog: turnLog{waiting: waiting{memstore.New()}, local: func(int) bool { return true }}}
+	srv := startWith(t, server.Options{}, b)
+	cl := dial(t, srv)
+	if got := cl.run(t, "BF.ADD", "first", "a"); !strings.HasPrefix(got, "-") {
+		t.Fatalf("the failed write: %q", got)
+	}
+	first := b.kept[0]
+	for i := range 3 {
+		if got := cl.run(t, "BF.ADD", "other", fmt.Sprintf("item%d", i)); got != ":1\r\n" {
+			t.Fatalf("write %d after the failure: %q", i, got)
+		}
+	}
+	if b.kept[0] != first || string(first.Key) != b.keptKey || string(first.Items[0]) != b.keptItem {
+		t.Fatalf("the failed write's command became %q %q (list reused: %v), want %q %q",
+			b.kept[0].Key, b.kept[0].Items, b.kept[0] != first, b.keptKey, b.keptItem)
+	}
+}
+
+// TestSlowLogParksWrites: when a loop's turns' writes take milliseconds
+// each (a slow disk's sync), though none takes turnSlow, the loops park
+// the writes for a while instead of holding their reads that long every
+// turn.
+func TestSlowLogParksWrites(t *testing.T) {
+	b := &turnLog{waiting: waiting{memstore.New()}, slow: 4 * time.Millisecond, local: func(int) bool { return true }}
+	srv := startWith(t, server.Options{}, b)
+	cl := dial(t, srv)
+	const n = 40 // the average passes 2 ms from the 22nd
+	for i := range n {
+		if got := cl.run(t, "BF.ADD", "k", fmt.Sprint(i)); got != ":1\r\n" {
+			t.Fatalf("write %d: %q", i, got)
+		}
+	}
+	if asked := b.asked.Load(); asked >= 2*n {
+		t.Fatalf("WritesLocally asked %d times for %d writes of 4 ms each: every one waited on the loop", asked, n)
+	}
+}

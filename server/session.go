@@ -704,6 +704,9 @@ func (s *session) answerPending(res []keyspace.Result, err error, start time.Tim
 		s.pending, s.pendSpec, s.cmdArena, s.listArena = nil, nil, nil, nil
 		s.adm.pendArgs = nil
 		s.lostBuf = err != nil
+		if s.lostBuf {
+			s.turnBuf = nil // a loop's turn write's bytes, likewise
+		}
 	}
 	// A write that this node applied is visible to its later reads.
 	s.barrierDone, s.barrierUntil = err == nil, time.Time{}

@@ -172,8 +172,8 @@ func Limit(goal, mapped uint64) uint64 {
 }
 
 // mapped is the memory the runtime holds from the kernel, as the memory
-// limit counts it: all of it but the heap's released pages. classes were
-// read by nonHeap.
+// limit counts it: all of it but the heap's released pages, from classes
+// as last read.
 func mapped(classes []metrics.Sample) uint64 {
 	if classes[0].Value.Kind() != metrics.KindUint64 || classes[4].Value.Kind() != metrics.KindUint64 {
 		return 0
