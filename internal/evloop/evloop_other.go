@@ -34,5 +34,7 @@ func (c *Conn) Reserve(int)                               {}
 func (c *Conn) Input() []byte                             { return nil }
 func (c *Conn) Consume(int, bool)                         {}
 func (c *Conn) Resume()                                   {}
+func (c *Conn) End()                                      {}
+func (c *Conn) KeepInput()                                {}
 func (c *Conn) Close()                                    {}
 func (c *Conn) Detach() (net.Conn, []byte, []byte, error) { return nil, nil, nil, errUnsupported }
