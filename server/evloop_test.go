@@ -290,14 +290,20 @@ func TestHungTurnWriteFreesTheLoop(t *testing.T) {
 // (the log may still encode it later) and keeps what it was given.
 type keepingLog struct {
 	turnLog
+	keptMu            sync.Mutex // the test reads what the loop's writer kept
 	kept              []*command.Cmd
 	keptKey, keptItem string
 }
 
 func (l *keepingLog) Write(ctx context.Context, cmds []*command.Cmd) ([]keyspace.Result, error) {
-	if l.kept == nil {
+	l.keptMu.Lock()
+	first := l.kept == nil
+	if first {
 		l.kept = cmds
 		l.keptKey, l.keptItem = string(cmds[0].Key), string(cmds[0].Items[0])
+	}
+	l.keptMu.Unlock()
+	if first {
 		return nil, command.ErrLogTimeout
 	}
 	return l.st.Write(ctx, cmds)
@@ -313,12 +319,16 @@ func TestTurnWriteErrorKeepsItsCommands(t *testing.T) {
 	if got := cl.run(t, "BF.ADD", "first", "a"); !strings.HasPrefix(got, "-") {
 		t.Fatalf("the failed write: %q", got)
 	}
+	b.keptMu.Lock()
 	first := b.kept[0]
+	b.keptMu.Unlock()
 	for i := range 3 {
 		if got := cl.run(t, "BF.ADD", "other", fmt.Sprintf("item%d", i)); got != ":1\r\n" {
 			t.Fatalf("write %d after the failure: %q", i, got)
 		}
 	}
+	b.keptMu.Lock()
+	defer b.keptMu.Unlock()
 	if b.kept[0] != first || string(first.Key) != b.keptKey || string(first.Items[0]) != b.keptItem {
 		t.Fatalf("the failed write's command became %q %q (list reused: %v), want %q %q",
 			b.kept[0].Key, b.kept[0].Items, b.kept[0] != first, b.keptKey, b.keptItem)
