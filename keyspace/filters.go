@@ -175,14 +175,16 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 	}
 	r := Result{Ints: itemInts(len(c.Items))}
 	ch := v.Bloom()
-	for i, it := range c.Items {
-		prefetchNext(ch, c.Items, i)
-		added, err := ch.Add(it, c.MaxBytes)
-		if err != nil {
-			r.Tail = mapScalable(err)
-			break
+	if len(c.Items) == 1 {
+		var added bool
+		if added, err = ch.Add(c.Items[0], c.MaxBytes); err == nil {
+			r.Ints = appendInt(r.Ints, b2i(added))
 		}
-		r.Ints = appendInt(r.Ints, b2i(added))
+	} else {
+		r.Ints, err = ch.AddMany(c.Items, c.MaxBytes, r.Ints)
+	}
+	if err != nil {
+		r.Tail = mapScalable(err)
 	}
 	k.changed(c.DB, c.Key)
 	if !c.Multi && r.Tail != nil {
