@@ -224,15 +224,9 @@ func (s *session) parked() {
 	}()
 	in := c.Input()
 	pos, _ := s.batch(in, false)
-	select {
-	case <-s.adm.killed:
-		// CLIENT KILL (or the server closing) while it was parked: nothing
-		// more is sent; the loop closes it, closing already asked.
-		if s.ev != nil {
-			c.Resume()
-			return
-		}
-	default:
+	if s.ev != nil && s.killedMeanwhile() {
+		c.Resume()
+		return
 	}
 	err := s.sendBatch()
 	if s.ev == nil {
@@ -245,7 +239,26 @@ func (s *session) parked() {
 	}
 	c.Consume(pos, s.lostBuf) // commands of an unknown outcome still point into in
 	s.lostBuf = false
-	if err != nil || s.closing {
+	s.giveBack(c, err)
+}
+
+// killedMeanwhile reports whether CLIENT KILL (or the server closing) came
+// while the connection was away from its loop: nothing more is sent to
+// it, and its loop, given it back, closes it, closing already asked.
+func (s *session) killedMeanwhile() bool {
+	select {
+	case <-s.adm.killed:
+		return true
+	default:
+		return false
+	}
+}
+
+// giveBack returns a connection served away from its loop (parked, or
+// answered after its loop's turn) once its replies are sent: sent is how
+// sending them went. It is ended when that failed or a command closes it.
+func (s *session) giveBack(c *evloop.Conn, sent error) {
+	if sent != nil || s.closing {
 		c.End()
 		return
 	}
@@ -508,17 +521,11 @@ func (s *session) turnAnswered(res []keyspace.Result, err error, start time.Time
 	if cap(s.turnBuf) > keptTurnBuf {
 		s.turnBuf = nil // large: an idle connection keeps no more
 	}
-	select {
-	case <-s.adm.killed:
-		c.Resume() // killed meanwhile: nothing more is sent; the loop closes it
-		return
-	default:
-	}
-	if s.sendBatch() != nil || s.closing {
-		c.End()
+	if s.killedMeanwhile() {
+		c.Resume()
 		return
 	}
-	c.Resume()
+	s.giveBack(c, s.sendBatch())
 }
 
 // barrierReady reports whether this batch's reads can be served without

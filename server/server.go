@@ -341,9 +341,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Serve accepts connections until Close.
 func (s *Server) Serve() error {
 	if !s.opts.NoEventLoop && s.opts.TLS == nil && evloop.Supported {
-		n := evloop.DefaultLoops()
-		s.turns = make([]loopTurn, n)
-		g, err := evloop.Start(loopHandler{s}, evloop.Options{Loops: n})
+		lo := evloop.Options{}.WithDefaults()
+		s.turns = make([]loopTurn, lo.Loops)
+		g, err := evloop.Start(loopHandler{s}, lo)
 		if err != nil {
 			return err
 		}

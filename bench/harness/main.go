@@ -242,6 +242,24 @@ func (s *server) do(args ...any) {
 	check(c.Do(context.Background(), args...).Err())
 }
 
+// settle waits until the server has written behind what it was sent, so
+// that the cases after a fill measure their own requests: a read case
+// started beside bfserver's first image flush of the filled filters (or
+// RedisBloom's rewrite of an AOF that grew by them) counted that work's
+// CPU to the reads. bfserver takes a snapshot (SAVE returns once its
+// image is written); RedisBloom finishes any AOF rewrite or save it began.
+func (s *server) settle() {
+	if s.name == "bfserver" {
+		s.do("SAVE")
+		return
+	}
+	s.poll("never finished its AOF rewrite", func(c *redis.Client) bool {
+		info, err := c.Info(context.Background(), "persistence").Result()
+		return err == nil && !strings.Contains(info, "aof_rewrite_in_progress:1") &&
+			!strings.Contains(info, "aof_rewrite_scheduled:1") && !strings.Contains(info, "rdb_bgsave_in_progress:1")
+	})
+}
+
 // cpu is the process's user+system CPU time.
 func (s *server) cpu() time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.procID()))

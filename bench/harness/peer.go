@@ -201,6 +201,7 @@ func peer() {
 				fillRandomAs(c, "BF", "bf")
 				fillRandomAs(c, "CF", "cf")
 				c.Close()
+				s.settle()
 			}
 		}
 		var cases []peerCase

@@ -78,6 +78,13 @@ type Options struct {
 	OnPanic func(c *Conn, r any)
 }
 
+// WithDefaults is o with each unset field at its default, as Start runs
+// it: for a handler that sizes per-loop state before the loops start.
+func (o Options) WithDefaults() Options {
+	o.ensureDefaults()
+	return o
+}
+
 func (o *Options) ensureDefaults() {
 	if o.Loops <= 0 {
 		o.Loops = runtimeProcs()

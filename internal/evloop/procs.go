@@ -4,9 +4,6 @@ import "runtime"
 
 func runtimeProcs() int { return defaultLoops(runtime.GOMAXPROCS(0)) }
 
-// DefaultLoops is how many loops a Group of Options.Loops 0 runs.
-func DefaultLoops() int { return runtimeProcs() }
-
 // defaultLoops is one loop per P but one: a P is left for what the loops
 // hand work to (Raft, the state machine, parked writers, the collector).
 // With a loop on every P, every P sits in epoll_wait when the node is

@@ -133,8 +133,9 @@ func lowerLimit(goal uint64, classes []metrics.Sample) {
 		m := mapped(classes)
 		l := Limit(goal, m)
 		debug.SetMemoryLimit(int64(l))
-		poke = make([]byte, 64<<10) // a span of its own: the runtime scavenges here
-		poke = nil
+		// A span of its own (past 32 KiB), on the heap (past 64 KiB, the
+		// most the compiler puts on the stack): the runtime scavenges here.
+		runtime.KeepAlive(make([]byte, 64<<10+1))
 		if l == goal {
 			return
 		}
@@ -147,9 +148,6 @@ func lowerLimit(goal uint64, classes []metrics.Sample) {
 
 // maxSteps bounds lowerLimit's steps (64 of 16 MiB: a gigabyte).
 const maxSteps = 64
-
-// poke is lowerLimit's allocation, kept from the compiler's reach.
-var poke []byte
 
 // maxScavengeStep bounds how far below the memory the process holds a new
 // limit goes at once. The runtime returns what the process holds above
