@@ -76,7 +76,7 @@ type Cut struct {
 	// this is kept of them, not their captures, whose slab slots the walk
 	// reuses: a flush of a million keys changed in place otherwise kept
 	// 336 bytes of pointers a key until the cut ended.
-	kept []engine.Kept
+	kept blocks[engine.Kept]
 	// Records are the keyspace's own changed records (version tracking),
 	// copied at the cut.
 	Records []Record
@@ -86,7 +86,7 @@ type Cut struct {
 	pending map[dirtyKey]change // the change record taken; read only
 	// fresh and lo..hi are the rest of it (Keyspace.fresh): keys created
 	// fresh, known from their values' marks.
-	fresh   []dirtyKey
+	fresh   blocks[dirtyKey]
 	lo, hi  uint64
 	freeze  *engine.Freeze // its lock guards what follows
 	early   map[dirtyKey]*CutKey
@@ -227,7 +227,7 @@ func (k *Keyspace) Cut() *Cut {
 	k.markedOK = false
 	k.forget() // the next lookup of every key goes through the cut
 	k.cutWatch(c)
-	if len(c.pending) > 0 || len(c.fresh) > 0 {
+	if len(c.pending) > 0 || c.fresh.Len() > 0 {
 		k.cutting.Store(c)
 	} else {
 		c.ended = true
@@ -237,12 +237,12 @@ func (k *Keyspace) Cut() *Cut {
 
 // Len is the number of keys the cut changes, at most: a key created
 // fresh and then changed otherwise counts twice.
-func (c *Cut) Len() int { return len(c.pending) + len(c.fresh) }
+func (c *Cut) Len() int { return len(c.pending) + c.fresh.Len() }
 
 // marks reports whether v's mark is one of the cut's: its key is in
 // fresh. The caller is Apply, or holds the freeze's lock.
 func (c *Cut) marks(v *Value) bool {
-	if len(c.fresh) == 0 || c.k.watch.on.Load() {
+	if c.fresh.Len() == 0 || c.k.watch.on.Load() {
 		return false
 	}
 	m := v.stamp()
@@ -286,13 +286,10 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	if c.ended {
 		return nil
 	}
-	keys := make([]dirtyKey, 0, len(c.pending)+len(c.fresh))
-	for dk := range c.pending {
-		keys = append(keys, dk)
+	keys, err := c.walkOrder()
+	if err != nil {
+		return err
 	}
-	keys = append(keys, c.fresh...)
-	slices.SortFunc(keys, chunkOrder)
-	keys = slices.Compact(keys) // a key in both parts of the record
 	c.Keys = slices.Grow(c.Keys, len(keys))
 	// done is the walk's last capture once written, when nothing needs
 	// it any more: its slab slot is taken again by the next capture if
@@ -329,7 +326,9 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		err := fn(ck)
 		ck.release()
 		if !ck.Full && !ck.gone {
-			c.kept = append(c.kept, ck.kept...)
+			for _, kb := range ck.kept {
+				c.kept.add(kb)
+			}
 		}
 		if !early {
 			done = ck
@@ -499,7 +498,7 @@ func (c *Cut) beforeDB(dbi uint8) {
 	for dk := range c.pending {
 		put(dk)
 	}
-	for _, dk := range c.fresh {
+	for dk := range c.fresh.all() {
 		put(dk)
 	}
 }
@@ -557,15 +556,15 @@ func (c *Cut) Restore() {
 	if k.watch.on.Load() || c.hi+1 != k.epochLo {
 		// Its marks are gone (unmark), or are not next to the record's:
 		// the keys go to the map.
-		for _, dk := range c.fresh {
+		for dk := range c.fresh.all() {
 			k.dirty[dk] = max(k.dirty[dk], fresh)
 		}
 	} else {
 		// Its marks join the record's: the values keep them.
-		k.fresh = append(c.fresh, k.fresh...)
+		k.fresh = c.fresh.then(k.fresh)
 		k.epochLo = c.lo
 	}
-	c.fresh = nil
+	c.fresh = blocks[dirtyKey]{}
 	k.voids = true
 	// A full key that exists is full in the record already (Full is the
 	// record's flag or the key's absence); a key changed in place gets
@@ -588,7 +587,7 @@ func (c *Cut) Restore() {
 			k.dirty[dirtyKey{w.DB, w.Key}] = whole
 		}
 	}
-	for _, kb := range c.kept {
+	for kb := range c.kept.all() {
 		kb.Merge()
 	}
 	for _, ck := range c.early {

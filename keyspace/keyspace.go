@@ -147,7 +147,7 @@ type Keyspace struct {
 	// rather than a hash of the key and a map's growth (issue #25: a
 	// million filters created). The record is the map and the list
 	// together: a key in both merges to the larger change.
-	fresh []dirtyKey
+	fresh blocks[dirtyKey]
 	// recordKeys holds the bytes of the keys the record lists whose own
 	// string is in their entry (keyInside), in 64 KiB slabs dropped with
 	// the record: a listed key must not keep its filter alive after it
@@ -327,12 +327,7 @@ func (k *Keyspace) created(dbi uint8, key string, v *Value) {
 	dk := dirtyKey{dbi, key}
 	if !k.voids && !k.watch.on.Load() {
 		v.setStamp(k.epoch)
-		if len(k.fresh) == cap(k.fresh) {
-			// Doubled: append grows a long slice by a quarter, and a
-			// million creations then allocate five times the list.
-			k.fresh = slices.Grow(k.fresh, max(len(k.fresh), 256))
-		}
-		k.fresh = append(k.fresh, dk)
+		k.fresh.add(dk)
 		k.marked, k.markedOK, k.markedFull = dk, true, false
 		return
 	}
@@ -380,7 +375,7 @@ func (k *Keyspace) recorded(v *Value) bool {
 // nextEpoch starts a record with nothing in fresh: the marks of the one
 // before mean nothing to it.
 func (k *Keyspace) nextEpoch() {
-	k.fresh, k.voids, k.recordKeys = nil, false, nil
+	k.fresh, k.voids, k.recordKeys = blocks[dirtyKey]{}, false, nil
 	k.epoch++
 	k.epochLo = k.epoch
 }
@@ -412,7 +407,7 @@ func (k *Keyspace) unmark() {
 		c.freeze.Lock()
 		c.captureStash()
 		c.freeze.Unlock()
-		for _, dk := range c.fresh {
+		for dk := range c.fresh.all() {
 			c.before(dk.db, dk.key, k.db(dk.db).keys[dk.key])
 		}
 		// The walk reads marks under the freeze's lock until on is set.
@@ -420,11 +415,11 @@ func (k *Keyspace) unmark() {
 		defer c.freeze.Unlock()
 	}
 	if k.dirty != nil {
-		for _, dk := range k.fresh {
+		for dk := range k.fresh.all() {
 			k.dirty[dk] = max(k.dirty[dk], fresh)
 		}
 	}
-	k.fresh = nil
+	k.fresh = blocks[dirtyKey]{}
 	k.voids = true
 	for i := range k.dbs {
 		d := &k.dbs[i]

@@ -30,8 +30,8 @@ func TestFreshRecordNoMap(t *testing.T) {
 	for i := range 1000 {
 		add(0, "tenant:"+strconv.Itoa(i)) // again, each far from its creation
 	}
-	if len(k.dirty) != 0 || len(k.fresh) != 1001 {
-		t.Fatalf("record: %d map entries, %d listed; want 0 and 1001", len(k.dirty), len(k.fresh))
+	if len(k.dirty) != 0 || k.fresh.Len() != 1001 {
+		t.Fatalf("record: %d map entries, %d listed; want 0 and 1001", len(k.dirty), k.fresh.Len())
 	}
 	// Removed then created again within one record: whole, as before.
 	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("tenant:5")}})
@@ -46,8 +46,8 @@ func TestFreshRecordNoMap(t *testing.T) {
 	}
 	// The next record starts empty; the marks of the last mean nothing.
 	add(0, "tenant:7")
-	if len(k.dirty) != 1 || len(k.fresh) != 0 {
-		t.Fatalf("after the cut: %d map entries, %d listed; want 1 and 0", len(k.dirty), len(k.fresh))
+	if len(k.dirty) != 1 || k.fresh.Len() != 0 {
+		t.Fatalf("after the cut: %d map entries, %d listed; want 1 and 0", len(k.dirty), k.fresh.Len())
 	}
 }
 

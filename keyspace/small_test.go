@@ -131,8 +131,8 @@ func TestRecordKeepsNoEntry(t *testing.T) {
 		}
 		weaks[i] = weak.Make(k.Lookup(0, key, 0))
 	}
-	if len(k.fresh) != n/2+1 || len(k.dirty) < n/2 { // +1: seed
-		t.Fatalf("the record lists %d keys fresh and %d in its map, want %d and at least %d", len(k.fresh), len(k.dirty), n/2+1, n/2)
+	if k.fresh.Len() != n/2+1 || len(k.dirty) < n/2 { // +1: seed
+		t.Fatalf("the record lists %d keys fresh and %d in its map, want %d and at least %d", k.fresh.Len(), len(k.dirty), n/2+1, n/2)
 	}
 	listed := func(key string) {
 		v := k.Lookup(0, []byte(key), 0)
@@ -140,7 +140,7 @@ func TestRecordKeepsNoEntry(t *testing.T) {
 			t.Fatalf("the record lists %q by its entry's own key (or a key with no value: %v)", key, v == nil)
 		}
 	}
-	for _, dk := range k.fresh {
+	for dk := range k.fresh.all() {
 		if dk.key != "seed" {
 			listed(dk.key)
 		}

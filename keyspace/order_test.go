@@ -1,0 +1,45 @@
+package keyspace
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestWalkOrder: the walk's order (runs sorted apart and merged past
+// sortRun keys) lists every key of the record's map and its fresh list
+// once, in chunk order, as one sort of them all does; a cut given up
+// stops it with ErrCutAborted.
+func TestWalkOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, n := range []int{0, 1, 100, sortRun, sortRun + 1, 3*sortRun + 777} {
+		c := &Cut{pending: map[dirtyKey]change{}}
+		var all []dirtyKey
+		for i := range n {
+			dk := dirtyKey{db: uint8(rng.IntN(3)), key: "k" + strconv.Itoa(rng.IntN(2*n+1))}
+			all = append(all, dk)
+			if i%3 == 0 {
+				c.pending[dk] = whole
+			} else {
+				c.fresh.add(dk)
+			}
+		}
+		slices.SortFunc(all, chunkOrder)
+		want := slices.Compact(all)
+		got, err := c.walkOrder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d keys: the walk's order differs from one sort (%d keys against %d)", n, len(got), len(want))
+		}
+		if n > 0 {
+			c.Abort()
+			if _, err := c.walkOrder(); !errors.Is(err, ErrCutAborted) {
+				t.Fatalf("%d keys, cut given up: %v", n, err)
+			}
+		}
+	}
+}
