@@ -463,19 +463,29 @@ func (b *Bloom) addBatched(h Hash) bool {
 	return flipped
 }
 
-// ReadBytes copies len(dst) bytes of the bit array starting at byte offset off.
+// ReadBytes copies len(dst) bytes of the bit array starting at byte offset
+// off. The whole words between the ends are copied in a loop of their
+// own: a chunk (64 KiB) read a word at a time, each with the checks of the
+// ends, took 15-20 µs, and the state machine reads one for every chunk it
+// copies before changing it while an image write holds it (engine.Freeze).
 func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 	words := b.words()
-	for i := 0; i < len(dst); {
+	i := 0
+	for ; i < len(dst) && (off+uint64(i))&7 != 0; i++ {
 		pos := off + uint64(i)
-		w := atomic.LoadUint64(&words[pos>>3])
-		if pos&7 == 0 && len(dst)-i >= 8 {
-			binary.LittleEndian.PutUint64(dst[i:], w)
-			i += 8
-			continue
+		dst[i] = byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8))
+	}
+	if n := (len(dst) - i) / 8; n > 0 {
+		from := (off + uint64(i)) >> 3
+		ws, d := words[from:from+uint64(n)], dst[i:i+8*n]
+		for j := range ws {
+			binary.LittleEndian.PutUint64(d[8*j:8*j+8], atomic.LoadUint64(&ws[j]))
 		}
-		dst[i] = byte(w >> ((pos & 7) * 8))
-		i++
+		i += 8 * n
+	}
+	for ; i < len(dst); i++ {
+		pos := off + uint64(i)
+		dst[i] = byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8))
 	}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -334,4 +335,30 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// TestReadBytesAnyRange: ReadBytes gives the array's bytes (little-endian
+// words) for ranges starting and ending anywhere, whole words copied in a
+// loop of their own.
+func TestReadBytesAnyRange(t *testing.T) {
+	p, _ := SizeBloom(20_000, 0.01)
+	var b Bloom
+	b.Init(p)
+	for i := range 3000 {
+		b.Add(BloomHash64([]byte{byte(i), byte(i >> 8)}))
+	}
+	whole := make([]byte, p.Bytes)
+	for i := range whole {
+		whole[i] = byte(b.words()[i/8] >> (uint(i%8) * 8))
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		off := rng.Uint64N(p.Bytes)
+		n := rng.Uint64N(min(p.Bytes-off, 200) + 1)
+		got := make([]byte, n)
+		b.ReadBytes(got, off)
+		if !bytes.Equal(got, whole[off:off+n]) {
+			t.Fatalf("ReadBytes at %d, %d bytes: %x, want %x", off, n, got, whole[off:off+n])
+		}
+	}
 }
