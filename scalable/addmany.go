@@ -1,6 +1,8 @@
 package scalable
 
 import (
+	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/bfserver/bfserver/engine"
@@ -34,12 +36,11 @@ var manyPool = sync.Pool{New: func() any { return new(manyScratch) }}
 // are added in order to the newest link. Concurrent readers already read
 // the older links while the writer adds; this reads them the same way.
 func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64, error) {
-	var one [1]*Link
-	links := c.LinksIn(&one)
-	older := links[:len(links)-1]
-	if len(items) < manyMin || len(older) == 0 {
+	p := c.links.Load() // nil: the first link alone (LinksIn)
+	if len(items) < manyMin || p == nil || len(*p) < 2 {
 		return c.addEach(items, maxBytes, into)
 	}
+	older := (*p)[:len(*p)-1]
 	sc := manyPool.Get().(*manyScratch)
 	defer manyPool.Put(sc)
 	hs := grow(sc.hashes, len(items))
@@ -50,9 +51,16 @@ func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64,
 	var wg sync.WaitGroup
 	var crashed any
 	wg.Add(1)
+	// Even when this goroutine panics, the scratch goes back to the pool
+	// only once the helper is done writing it.
+	defer wg.Wait()
 	go func() {
 		defer wg.Done()
-		defer func() { crashed = recover() }()
+		defer func() {
+			if r := recover(); r != nil {
+				crashed = fmt.Sprintf("%v\n%s", r, debug.Stack())
+			}
+		}()
 		c.testOlder(older, items[mid:], hs[mid:], known[mid:])
 	}()
 	c.testOlder(older, items[:mid], hs[:mid], known[:mid])
@@ -61,13 +69,14 @@ func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64,
 		panic(crashed) // where Add's own would surface: the caller's goroutine
 	}
 
+	var one [1]*Link
 	for i, h := range hs {
 		if known[i] {
 			into = append(into, 0)
 			continue
 		}
 		if j := i + manyAhead; j < len(hs) && !known[j] {
-			links = c.LinksIn(&one)
+			links := c.LinksIn(&one)
 			links[len(links)-1].Prefetch(hs[j])
 		}
 		added, err := c.addAfter(h, len(older), maxBytes)
