@@ -207,9 +207,14 @@ func (s *server) waitReady() {
 // poll calls ok every 20 ms until it holds; after 30 s the harness exits
 // saying what the server never did.
 func (s *server) poll(never string, ok func(*redis.Client) bool) {
+	s.pollFor(30*time.Second, never, ok)
+}
+
+// pollFor is poll with another deadline.
+func (s *server) pollFor(limit time.Duration, never string, ok func(*redis.Client) bool) {
 	c := s.client()
 	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(limit)
 	for !ok(c) {
 		if time.Now().After(deadline) {
 			if s.log != "" {
@@ -247,13 +252,17 @@ func (s *server) do(args ...any) {
 // started beside bfserver's first image flush of the filled filters (or
 // RedisBloom's rewrite of an AOF that grew by them) counted that work's
 // CPU to the reads. bfserver takes a snapshot (SAVE returns once its
-// image is written); RedisBloom finishes any AOF rewrite or save it began.
+// image is written); RedisBloom rewrites its AOF (BGREWRITEAOF: one it had
+// begun on its own finishes first), so that none starts during the cases.
 func (s *server) settle() {
 	if s.name == "bfserver" {
 		s.do("SAVE")
 		return
 	}
-	s.poll("never finished its AOF rewrite", func(c *redis.Client) bool {
+	s.do("BGREWRITEAOF")
+	// A rewrite of the filled filters' AOF (hundreds of MB) may take a
+	// while on a slow disk.
+	s.pollFor(5*time.Minute, "never finished its AOF rewrite", func(c *redis.Client) bool {
 		info, err := c.Info(context.Background(), "persistence").Result()
 		return err == nil && !strings.Contains(info, "aof_rewrite_in_progress:1") &&
 			!strings.Contains(info, "aof_rewrite_scheduled:1") && !strings.Contains(info, "rdb_bgsave_in_progress:1")
