@@ -38,7 +38,7 @@ type loop struct {
 	mu    sync.Mutex
 	reqs  []request
 	woken atomic.Bool
-	conns map[int]*Conn
+	conns fdTable
 	rbuf  []byte
 	// stopping: Stop was called; the loop ends once its last connection
 	// is closed (a parked one when it is resumed).
@@ -145,7 +145,7 @@ func newLoop(g *Group) (*loop, error) {
 		unix.Close(efd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	return &loop{g: g, epfd: epfd, efd: efd, conns: map[int]*Conn{}, rbuf: make([]byte, g.opts.ReadSize)}, nil
+	return &loop{g: g, epfd: epfd, efd: efd, rbuf: make([]byte, g.opts.ReadSize)}, nil
 }
 
 // Stop closes every connection and ends the loops; a parked connection
@@ -383,7 +383,7 @@ func (l *loop) run() {
 				clear(reqs)
 				continue
 			}
-			c := l.conns[fd]
+			c := l.conns.get(fd)
 			if c == nil || c.closed {
 				continue
 			}
@@ -396,7 +396,7 @@ func (l *loop) run() {
 		if l.g.turns != nil {
 			l.g.turns.TurnEnd(l.index)
 		}
-		if l.stopping && len(l.conns) == 0 {
+		if l.stopping && l.conns.n == 0 {
 			return
 		}
 	}
@@ -410,7 +410,7 @@ func (l *loop) handle(r request) bool {
 		if c.closed {
 			return false // closed before it was started (Close, then Start)
 		}
-		l.conns[c.fd] = c
+		l.conns.put(c)
 		if c.closing.Load() || l.stopping {
 			l.close(c)
 			return false
@@ -453,7 +453,7 @@ func (l *loop) handle(r request) bool {
 		c.endOnDrain = true
 		l.serve(c)
 	case reqForget:
-		delete(l.conns, c.fd)
+		l.conns.del(c.fd)
 		// Detach's net.Conn duplicates the descriptor: the open file
 		// stays in the epoll set until taken out.
 		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
@@ -461,14 +461,17 @@ func (l *loop) handle(r request) bool {
 		c.closed = true
 	case reqStop:
 		l.stopping = true
-		for _, c := range l.conns {
+		for _, c := range l.conns.byFD {
+			if c == nil {
+				continue
+			}
 			c.closing.Store(true)
 			if !c.parked.Load() {
 				l.close(c)
 			}
 		}
 	}
-	return l.stopping && len(l.conns) == 0
+	return l.stopping && l.conns.n == 0
 }
 
 // missedEdge notes an edge of a parked connection, which the loop lets
@@ -651,7 +654,7 @@ func (l *loop) close(c *Conn) {
 	}
 	c.closed = true
 	c.closing.Store(true)
-	delete(l.conns, c.fd)
+	l.conns.del(c.fd)
 	unix.Close(c.fd) // leaves the epoll set with its last descriptor
 	c.in, c.out = nil, nil
 	l.g.h.Closed(c)
@@ -665,3 +668,37 @@ var (
 	// ErrStopped: the group was stopped.
 	ErrStopped = errors.New("evloop: stopped")
 )
+
+// fdTable is a loop's connections by descriptor: a slice, as Redis keeps
+// its clients, where a map lookup for every event was 1.6% of the
+// server's CPU for BF.EXISTS at depth 1 (perf). Descriptors are small
+// integers the kernel reuses from the lowest free one, so the slice is as
+// long as the highest descriptor the loop has served.
+type fdTable struct {
+	byFD []*Conn
+	n    int
+}
+
+func (t *fdTable) get(fd int) *Conn {
+	if uint(fd) < uint(len(t.byFD)) {
+		return t.byFD[fd]
+	}
+	return nil
+}
+
+func (t *fdTable) put(c *Conn) {
+	if c.fd >= len(t.byFD) {
+		t.byFD = append(t.byFD, make([]*Conn, c.fd+1-len(t.byFD))...)
+	}
+	if t.byFD[c.fd] == nil {
+		t.n++
+	}
+	t.byFD[c.fd] = c
+}
+
+func (t *fdTable) del(fd int) {
+	if uint(fd) < uint(len(t.byFD)) && t.byFD[fd] != nil {
+		t.byFD[fd] = nil
+		t.n--
+	}
+}
