@@ -124,6 +124,7 @@ func (b *Bloom) words() []uint64 { return unsafe.Slice(b.w, b.nwords) }
 // would otherwise be most of what each costs beyond its bits.
 type shape struct {
 	BloomParams
+	key   shapeKey // what shapes interns it by
 	mod   uint64
 	recip uint64 // floor((2^64−1)/mod), for division-free remainders
 	wrap  uint64 // 2^64 mod mod: what a wrap-around of a + i·b subtracts
@@ -161,10 +162,23 @@ func (b *Bloom) InitIn(p BloomParams, buf []uint64) {
 
 // shapes interns shapes by their parameters. An entry goes when no filter
 // holds its shape any more, so hostile parameters cannot grow it.
+//
+// recent holds the shapes found or made last, strongly, and is looked at
+// first. A weak pointer's Value parks its caller while the collector ends
+// its marking: the state machine, creating a filter in the default shape,
+// waited 161 ms there once (an execution trace of bench/stall's creation
+// of a million filters), and every write with it. The default shapes of
+// auto-created filters and of a chain's first links are then found
+// without one.
 var shapes struct {
-	mu sync.Mutex
-	m  map[shapeKey]weak.Pointer[shape]
+	mu     sync.Mutex
+	m      map[shapeKey]weak.Pointer[shape]
+	recent [recentShapes]*shape
+	next   int
 }
+
+// recentShapes is how many shapes shapes.recent holds.
+const recentShapes = 8
 
 // shapeKey is BloomParams with its floats as bit patterns: as float keys,
 // −0 would find the shape of 0 (and a dump would not load back byte for
@@ -185,10 +199,16 @@ func shapeOf(p BloomParams) *shape {
 	k := keyOf(p)
 	shapes.mu.Lock()
 	defer shapes.mu.Unlock()
+	for _, s := range shapes.recent {
+		if s != nil && s.key == k {
+			return s
+		}
+	}
 	if s := shapes.m[k].Value(); s != nil {
+		rememberShape(s)
 		return s
 	}
-	s := &shape{BloomParams: p, mod: p.Bits, nwords: (p.Bytes + 7) / 8}
+	s := &shape{BloomParams: p, key: k, mod: p.Bits, nwords: (p.Bytes + 7) / 8}
 	if p.N2 > 0 {
 		s.mod = uint64(1) << p.N2
 	}
@@ -206,7 +226,15 @@ func shapeOf(p BloomParams) *shape {
 			delete(shapes.m, k)
 		}
 	}, k)
+	rememberShape(s)
 	return s
+}
+
+// rememberShape puts s in shapes.recent, in place of the oldest; the
+// caller holds shapes.mu.
+func rememberShape(s *shape) {
+	shapes.recent[shapes.next] = s
+	shapes.next = (shapes.next + 1) % recentShapes
 }
 
 // rem is x mod b.mod without a 64-bit division (Barrett reduction): the

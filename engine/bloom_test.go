@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -361,4 +362,35 @@ func TestReadBytesAnyRange(t *testing.T) {
 			t.Fatalf("ReadBytes at %d, %d bytes: %x, want %x", off, n, got, whole[off:off+n])
 		}
 	}
+}
+
+// TestShapesInterned: filters of one shape share it, also once more than
+// recentShapes other shapes have passed through (found through the weak
+// map then), and the map lets go of shapes no filter holds, all but the
+// few recent ones, so hostile parameters cannot grow it.
+func TestShapesInterned(t *testing.T) {
+	p, _ := SizeBloom(100, 0.01)
+	a := NewBloom(p)
+	for i := range 3 * recentShapes {
+		q, _ := SizeBloom(uint64(200+i), 0.01)
+		NewBloom(q)
+	}
+	if b := NewBloom(p); b.shape != a.shape {
+		t.Fatal("two filters of the same parameters hold two shapes")
+	}
+	for i := range 1000 {
+		q, _ := SizeBloom(uint64(10_000+i), 0.01)
+		NewBloom(q)
+	}
+	for range 100 {
+		runtime.GC() // cleanups run after it, on their own goroutine
+		shapes.mu.Lock()
+		n := len(shapes.m)
+		shapes.mu.Unlock()
+		if n <= recentShapes+1 { // the recent ones and a's
+			runtime.KeepAlive(a)
+			return
+		}
+	}
+	t.Fatal("the shapes of filters long gone stayed interned")
 }
