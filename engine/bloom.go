@@ -174,7 +174,8 @@ var shapes struct {
 	mu     sync.Mutex
 	m      map[shapeKey]weak.Pointer[shape]
 	recent [recentShapes]*shape
-	next   int
+	next   int // the slot the next shape remembered takes
+	hit    int // the slot of the shape found or made last
 }
 
 // recentShapes is how many shapes shapes.recent holds.
@@ -199,8 +200,12 @@ func shapeOf(p BloomParams) *shape {
 	k := keyOf(p)
 	shapes.mu.Lock()
 	defer shapes.mu.Unlock()
-	for _, s := range shapes.recent {
+	if s := shapes.recent[shapes.hit]; s != nil && s.key == k {
+		return s // the one found last: a run of filters of one shape
+	}
+	for i, s := range shapes.recent {
 		if s != nil && s.key == k {
+			shapes.hit = i
 			return s
 		}
 	}
@@ -234,6 +239,7 @@ func shapeOf(p BloomParams) *shape {
 // caller holds shapes.mu.
 func rememberShape(s *shape) {
 	shapes.recent[shapes.next] = s
+	shapes.hit = shapes.next
 	shapes.next = (shapes.next + 1) % recentShapes
 }
 
