@@ -160,8 +160,18 @@ func TestShapeKeyBits(t *testing.T) {
 	}
 	nan := p
 	nan.Error = math.NaN()
-	if a, b := shapeOf(nan), shapeOf(nan); a != b {
+	a := shapeOf(nan)
+	if b := shapeOf(nan); a != b {
 		t.Fatal("a NaN parameter made a second shape")
+	}
+	// Again once it has left the recent shapes: found in the map.
+	for i := range 2 * recentShapes {
+		q := p
+		q.Entries = uint64(1000 + i)
+		shapeOf(q)
+	}
+	if b := shapeOf(nan); a != b {
+		t.Fatal("a NaN parameter made a second shape once out of the recent ones")
 	}
 }
 
