@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 // TestPrefetchChangesNothing: Prefetch never creates a key, never removes
@@ -28,8 +29,8 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	}
 	for i, c := range cmds {
 		c.MaxBytes = capBytes
-		if i+PrefetchAhead < len(cmds) {
-			fetched.Prefetch(cmds[i+PrefetchAhead])
+		if i+scalable.PrefetchAhead < len(cmds) {
+			fetched.Prefetch(cmds[i+scalable.PrefetchAhead])
 		}
 		// Keys the later commands name, missing or expired, stay as they are.
 		for _, p := range []*command.Cmd{

@@ -41,13 +41,13 @@ func (k *Keyspace) ReadInto(c *command.Cmd, r *Result) {
 		}
 		bloom := ch != nil && c.Op == command.BFExists
 		if bloom && len(c.Items) > 1 {
-			prefetchFirst(ch, c.Items)
+			ch.PrefetchFirst(c.Items)
 		}
 		for i, it := range c.Items {
 			var x int64
 			switch {
 			case bloom:
-				prefetchNext(ch, c.Items, i)
+				ch.PrefetchNext(c.Items, i)
 				x = b2i(ch.Test(it))
 			case c.Op == command.CFExists && cf != nil:
 				x = b2i(cf.Exists(it))

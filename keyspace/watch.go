@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 // Versions for WATCH.
@@ -248,7 +249,7 @@ func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() co
 		c := cmds[i]
 		// An entry holds hundreds of writes, mostly to a few big filters:
 		// start loading the bits of a later one now.
-		if j := i + PrefetchAhead; j < len(cmds) {
+		if j := i + scalable.PrefetchAhead; j < len(cmds) {
 			k.Prefetch(cmds[j])
 		}
 		switch {

@@ -12,9 +12,28 @@ import (
 // it, starting the second costs more than it saves.
 const manyMin = 256
 
-// manyAhead is how many items ahead of the one being tested or added
-// AddMany starts loading bits, as keyspace.PrefetchAhead does for Add.
-const manyAhead = 4
+// PrefetchAhead is how many items ahead of the one being added or tested
+// a chain's bits start loading (Prefetch): enough for several items' cache
+// misses to overlap (measured: a 60 MB filter adds in 180 ns instead of
+// 440), few enough that the lines are still cached when used. The state
+// machine looks as many commands ahead.
+const PrefetchAhead = 4
+
+// PrefetchFirst starts loading the bits of the first PrefetchAhead items,
+// before a loop over them that calls PrefetchNext.
+func (c *Chain) PrefetchFirst(items [][]byte) {
+	for _, it := range items[:min(len(items), PrefetchAhead)] {
+		c.Prefetch(it)
+	}
+}
+
+// PrefetchNext, in a loop over items at i, starts loading the bits of the
+// item PrefetchAhead places on.
+func (c *Chain) PrefetchNext(items [][]byte, i int) {
+	if j := i + PrefetchAhead; j < len(items) {
+		c.Prefetch(items[j])
+	}
+}
 
 // manyScratch holds an AddMany's hashes and first answers, reused.
 type manyScratch struct {
@@ -75,7 +94,7 @@ func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64,
 			into = append(into, 0)
 			continue
 		}
-		if j := i + manyAhead; j < len(hs) && !known[j] {
+		if j := i + PrefetchAhead; j < len(hs) && !known[j] {
 			links := c.LinksIn(&one)
 			links[len(links)-1].Prefetch(hs[j])
 		}
@@ -95,7 +114,7 @@ func (c *Chain) testOlder(older []*Link, items [][]byte, hs []engine.Hash, known
 		hs[i] = c.hash(it)
 	}
 	for i, h := range hs {
-		if j := i + manyAhead; j < len(hs) {
+		if j := i + PrefetchAhead; j < len(hs) {
 			for _, l := range older {
 				l.PrefetchFirstBits(hs[j])
 			}
@@ -105,13 +124,11 @@ func (c *Chain) testOlder(older []*Link, items [][]byte, hs []engine.Hash, known
 }
 
 // addEach is AddMany one item after another: each item's bits, in every
-// link, start loading a few items ahead (the first few are the caller's
-// to load: the state machine's look-ahead, keyspace.Prefetch).
+// link, start loading a few items ahead (PrefetchFirst is the caller's:
+// the state machine's look-ahead, keyspace.Prefetch).
 func (c *Chain) addEach(items [][]byte, maxBytes uint64, into []int64) ([]int64, error) {
 	for i, it := range items {
-		if j := i + manyAhead; j < len(items) {
-			c.Prefetch(items[j])
-		}
+		c.PrefetchNext(items, i)
 		added, err := c.Add(it, maxBytes)
 		if err != nil {
 			return into, err
