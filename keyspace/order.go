@@ -1,6 +1,10 @@
 package keyspace
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/bfserver/bfserver/internal/merge"
+)
 
 // sortRun is how many keys walkOrder sorts at a time, between looks at
 // whether the cut was given up (a few milliseconds' work).
@@ -19,8 +23,8 @@ const orderCheck = 4096
 // sort of a million keys, before the walk looked at Abort, took 900 ms
 // while the collector marked (each swap of a key passes a write barrier):
 // a BGSAVE beside bench/stall's flush held writes that long. Runs of
-// sortRun keys are sorted apart and merged, looking at Abort between runs
-// and every orderCheck keys merged.
+// sortRun keys are sorted apart and merged (internal/merge), looking at
+// Abort between runs and every orderCheck keys merged.
 func (c *Cut) walkOrder() ([]dirtyKey, error) {
 	keys := make([]dirtyKey, 0, len(c.pending)+c.fresh.Len())
 	for dk := range c.pending {
@@ -39,58 +43,29 @@ func (c *Cut) walkOrder() ([]dirtyKey, error) {
 		slices.SortFunc(keys, chunkOrder)
 		return slices.Compact(keys), nil // a key in both parts of the record
 	}
-	var runs [][]dirtyKey
+	var runs []merge.Run
 	for from := 0; from < len(keys); from += sortRun {
 		if c.aborted.Load() {
 			return nil, ErrCutAborted
 		}
-		run := keys[from:min(from+sortRun, len(keys))]
-		slices.SortFunc(run, chunkOrder)
+		run := merge.Run{Next: from, End: min(from+sortRun, len(keys))}
+		slices.SortFunc(keys[run.Next:run.End], chunkOrder)
 		runs = append(runs, run)
 	}
 	out := make([]dirtyKey, 0, len(keys))
-	h := runHeap(runs)
-	h.init()
-	for len(h) > 0 {
+	aborted := false
+	merge.Runs(runs, func(i, j int) bool { return chunkOrder(keys[i], keys[j]) < 0 }, func(i int) bool {
 		if len(out)%orderCheck == 0 && c.aborted.Load() {
-			return nil, ErrCutAborted
+			aborted = true
+			return false
 		}
-		dk := h[0][0]
-		if n := len(out); n == 0 || out[n-1] != dk { // a key in both parts of the record
-			out = append(out, dk)
+		if n := len(out); n == 0 || out[n-1] != keys[i] { // a key in both parts of the record
+			out = append(out, keys[i])
 		}
-		if h[0] = h[0][1:]; len(h[0]) == 0 {
-			h[0] = h[len(h)-1]
-			h = h[:len(h)-1]
-		}
-		h.down(0)
+		return true
+	})
+	if aborted {
+		return nil, ErrCutAborted
 	}
 	return out, nil
-}
-
-// runHeap is a min-heap of sorted runs by their first key.
-type runHeap [][]dirtyKey
-
-func (h runHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h runHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && chunkOrder(h[r][0], h[l][0]) < 0 {
-			m = r
-		}
-		if chunkOrder(h[m][0], h[i][0]) >= 0 {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }

@@ -3,6 +3,7 @@ package persistence
 import (
 	"slices"
 
+	"github.com/bfserver/bfserver/internal/merge"
 	"github.com/bfserver/bfserver/keyspace"
 )
 
@@ -23,10 +24,11 @@ func inKeyOrder(keys []keyspace.Walked, fn func(*keyspace.Walked) bool) {
 		}
 		return
 	}
-	// runs holds the unread part of each run of the database being
-	// merged, as a min-heap on its first key.
-	var runs []run
-	for lo := 0; lo < len(keys); {
+	// The runs of one database (keys of one length), merged by key.
+	less := func(i, j int) bool { return keys[i].Key < keys[j].Key }
+	var runs []merge.Run
+	stopped := false
+	for lo := 0; lo < len(keys) && !stopped; {
 		db := keys[lo].DB
 		runs = runs[:0]
 		hi := lo
@@ -35,25 +37,13 @@ func inKeyOrder(keys []keyspace.Walked, fn func(*keyspace.Walked) bool) {
 			for end < len(keys) && keys[end].DB == db && len(keys[end].Key) == len(keys[hi].Key) {
 				end++
 			}
-			runs = append(runs, run{hi, end})
+			runs = append(runs, merge.Run{Next: hi, End: end})
 			hi = end
 		}
-		h := runHeap{keys: keys, runs: runs}
-		for i := len(runs)/2 - 1; i >= 0; i-- {
-			h.down(i)
-		}
-		for len(h.runs) > 0 {
-			r := &h.runs[0]
-			if !fn(&keys[r.next]) {
-				return
-			}
-			if r.next++; r.next == r.end {
-				last := len(h.runs) - 1
-				h.runs[0] = h.runs[last]
-				h.runs = h.runs[:last]
-			}
-			h.down(0)
-		}
+		merge.Runs(runs, less, func(i int) bool {
+			stopped = !fn(&keys[i])
+			return !stopped
+		})
 		lo = hi
 	}
 }
@@ -76,38 +66,6 @@ func inChunkOrder(keys []keyspace.Walked) bool {
 		}
 	}
 	return true
-}
-
-// run is the unread part of one run of keys: keys[next:end].
-type run struct{ next, end int }
-
-type runHeap struct {
-	keys []keyspace.Walked
-	runs []run
-}
-
-func (h *runHeap) less(i, j int) bool {
-	return h.keys[h.runs[i].next].Key < h.keys[h.runs[j].next].Key
-}
-
-// down restores the heap below i.
-func (h *runHeap) down(i int) {
-	n := len(h.runs)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			return
-		}
-		h.runs[i], h.runs[m] = h.runs[m], h.runs[i]
-		i = m
-	}
 }
 
 // sortByKey sorts keys in metadata order.

@@ -27,6 +27,7 @@ var rules = []struct {
 	{"internal/ratelog", nil, []string{"net", "os"}},
 	// I/O only: it knows sockets, not the protocol they carry.
 	{"internal/evloop", nil, nil},
+	{"internal/merge", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	// The sketches (sliding windows, Count-Min Sketch, Top-K, t-digest)
 	// are pure algorithms beside scalable: no I/O, clocks or randomness.
 	{"sketch/window", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
@@ -35,11 +36,11 @@ var rules = []struct {
 	{"sketch/tdigest", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
 	{"command", []string{"internal/wire", "engine", "rdb", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
 	{"scalable", []string{"engine", "rdb"}, []string{"net", "os", "log", "time", "math/rand"}},
-	{"keyspace", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
+	{"keyspace", []string{"internal/ascii", "internal/merge", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net", "os", "log"}},
 	// Removing large files without holding the filesystem's journal.
 	{"internal/shrink", nil, []string{"net"}},
-	{"persistence", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/shrink", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
-	{"memstore", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"persistence", []string{"internal/ascii", "internal/merge", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/shrink", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, []string{"net"}},
+	{"memstore", []string{"internal/ascii", "internal/merge", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// The wire protocol alone: framing, limits, replies; no server state.
 	{"resp", []string{"internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
 	// How Redis reads and writes numbers where clients see them.
@@ -50,8 +51,8 @@ var rules = []struct {
 	{"internal/glob", nil, []string{"net", "os", "log", "time", "math/rand"}},
 	// Users and their rules: pure logic over the commands' metadata.
 	{"acl", []string{"cmdinfo", "resp", "internal/glob", "internal/redisnum", "internal/ascii"}, []string{"net", "os", "log", "time"}},
-	{"server", []string{"internal/ascii", "resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"github.com/cockroachdb/pebble/v2"}},
-	{"replication", []string{"internal/ascii", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/shrink", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
+	{"server", []string{"internal/ascii", "internal/merge", "resp", "cmdinfo", "acl", "internal/glob", "engine", "rdb", "scalable", "command", "internal/wire", "internal/atomicfile", "internal/memtune", "internal/ratelog", "internal/evloop", "keyspace", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest", "internal/redisnum"}, []string{"github.com/cockroachdb/pebble/v2"}},
+	{"replication", []string{"internal/ascii", "internal/merge", "engine", "rdb", "scalable", "command", "internal/wire", "internal/glob", "internal/atomicfile", "internal/shrink", "internal/memtune", "internal/ratelog", "keyspace", "persistence", "sketch/window", "sketch/cms", "sketch/topk", "sketch/tdigest"}, nil},
 	// A client of any RedisBloom-compatible server: it builds filters with
 	// the pure layers and talks to servers over RESP only (command: the
 	// server's own split of a large chunk, so that it sends pieces the
