@@ -504,10 +504,10 @@ func (b *Bloom) addBatched(h Hash) bool {
 // copies before changing it while an image write holds it (engine.Freeze).
 func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 	words := b.words()
+	byteAt := func(pos uint64) byte { return byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8)) }
 	i := 0
 	for ; i < len(dst) && (off+uint64(i))&7 != 0; i++ {
-		pos := off + uint64(i)
-		dst[i] = byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8))
+		dst[i] = byteAt(off + uint64(i))
 	}
 	if n := (len(dst) - i) / 8; n > 0 {
 		from := (off + uint64(i)) >> 3
@@ -518,8 +518,7 @@ func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 		i += 8 * n
 	}
 	for ; i < len(dst); i++ {
-		pos := off + uint64(i)
-		dst[i] = byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8))
+		dst[i] = byteAt(off + uint64(i))
 	}
 }
 
