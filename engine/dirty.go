@@ -66,35 +66,39 @@ func (d *Dirty) Grow(size uint64) {
 	}
 }
 
-// Mark flags the chunk holding byte offset off; the caller changes the
-// chunk after it returns (a Freeze holding it copies it first). It is
+// Mark flags the chunk holding byte offset off; the caller then changes
+// bytes of the LineSize-aligned line holding off, no others (a Freeze
+// holding the chunk copies that line first; MarkRange is for more). It is
 // mark written out again, not a call to it: either fits the inlining
 // budget alone, not one inside the other.
 func (d *Dirty) Mark(off uint64) {
 	if d.x != nil {
-		d.markExt(off / ChunkSize)
+		d.markExt(off, 1)
 		return
 	}
 	d.word |= 1 << (off / ChunkSize & 63)
 }
 
-// MarkRange is Mark for every chunk of bytes [off, off+n).
+// MarkRange is Mark for every byte of [off, off+n).
 func (d *Dirty) MarkRange(off, n uint64) { d.markRange(off, n) }
 
 // mark flags the chunk holding byte offset off. The caller changes the
-// chunk after it returns. Kept within the inlining budget: it runs for
-// every bit an add sets.
+// line holding it after it returns. Kept within the inlining budget: it
+// runs for every bit an add sets.
 func (d *Dirty) mark(off uint64) {
 	if d.x != nil {
-		d.markExt(off / ChunkSize)
+		d.markExt(off, 1)
 		return
 	}
 	d.word |= 1 << (off / ChunkSize & 63)
 }
 
-func (d *Dirty) markExt(c uint64) {
+// markExt flags the chunk of bytes [off, off+n), all in one chunk, and
+// tells a Freeze holding it what is about to change.
+func (d *Dirty) markExt(off, n uint64) {
+	c := off / ChunkSize
 	if f := d.x.frozen; f != nil {
-		f.before(d, c)
+		f.before(d, off, n)
 		if d.x == nil {
 			d.word |= 1 << (c & 63)
 			return
@@ -108,11 +112,14 @@ func (d *Dirty) markExt(c uint64) {
 }
 
 func (d *Dirty) markRange(off, n uint64) {
-	if n == 0 {
-		return
-	}
-	for c := off / ChunkSize; c <= (off+n-1)/ChunkSize; c++ {
-		d.mark(c * ChunkSize)
+	for end := off + n; off < end; {
+		next := min(end, (off/ChunkSize+1)*ChunkSize)
+		if d.x != nil {
+			d.markExt(off, next-off)
+		} else {
+			d.word |= 1 << (off / ChunkSize & 63)
+		}
+		off = next
 	}
 }
 

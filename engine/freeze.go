@@ -5,22 +5,30 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // A Freeze is one image write's hold on the chunks it still has to read:
 // the write reads them while the writer goes on, and the writer, before it
-// changes a held chunk, copies it for the write (copy-on-write). The write
-// thus reads every chunk as it was when the hold was taken, without
-// excluding the writer for longer than one chunk's copy.
+// changes a held chunk, copies the lines of it that it changes (LineSize
+// bytes each) for the write (copy-on-write). The write thus reads every
+// chunk as it was when the hold was taken: the lines copied from their
+// copies, the others from the array, which the writer has not changed.
+//
+// Lines, not chunks, because an add to a large filter sets bits in about
+// seven chunks: copying whole chunks cost 448 KiB an add until the write
+// reached them, and put nearly the whole array in the spill each flush
+// (a 1 GiB filter at 20,000 adds a second); seven lines are 448 bytes.
 //
 // Copies are budgeted: a writer that would take the copies past the
-// budget puts the chunk in the Freeze's spill instead (a scratch file the
-// image write owns, SetSpill), one write of a chunk, and the image write
-// reads it back from there. Memory for copies is therefore at most the
-// budget, whatever the filters' size, and a writer never waits for the
-// image write to reach a chunk. Only without a spill (or once writing to
-// it failed, or it is full) does a writer over budget wait until the
-// write has read (and let go of) enough copies, or the chunk itself.
+// budget puts the whole chunk (as held) in the Freeze's spill instead (a
+// scratch file the image write owns, SetSpill), one write of a chunk, and
+// the image write reads it back from there. Memory for copies is
+// therefore at most the budget, whatever the filters' size, and a writer
+// never waits for the image write to reach a chunk. Only without a spill
+// (or once writing to it failed, or it is full) does a writer over budget
+// wait until the write has read (and let go of) enough copies, or the
+// chunk itself.
 //
 // Locks: mu guards every Hold of the Freeze and the copies. The writer's
 // check of an array it does not hold (Dirty.x nil) costs nothing more than
@@ -40,10 +48,10 @@ type Freeze struct {
 	spillLimit  int64
 	spillBuf    []byte
 	spillFailed bool
-	// Counters for the owner's statistics: chunks copied, bytes at most
-	// held in copies at once, how often a writer waited on the budget, and
-	// the chunks put in the spill.
-	Copies, Peak, Waits, Spills uint64
+	// Counters for the owner's statistics: chunks with lines copied, lines
+	// copied, bytes at most held in copies at once, how often a writer
+	// waited on the budget, and the chunks put in the spill.
+	Copies, Lines, Peak, Waits, Spills uint64
 }
 
 // Spill is where a Freeze puts copies past its budget: a scratch file
@@ -62,9 +70,10 @@ func (f *Freeze) SetSpill(s Spill, limit int64) {
 	f.spill, f.spillLimit = s, limit
 }
 
-// NewFreeze starts a Freeze whose copies may hold up to budget bytes.
+// NewFreeze starts a Freeze whose copies may hold up to budget bytes (at
+// least MinBudget).
 func NewFreeze(budget uint64) *Freeze {
-	f := &Freeze{held: map[*Dirty]*Hold{}, budget: max(budget, ChunkSize)}
+	f := &Freeze{held: map[*Dirty]*Hold{}, budget: max(budget, MinBudget)}
 	f.cond.L = &f.mu
 	return f
 }
@@ -81,10 +90,10 @@ type Hold struct {
 	d       *Dirty
 	size    uint64
 	read    func(dst []byte, off uint64)
-	pending []uint64 // chunks not yet read nor copied
-	all     []uint64 // the chunks the hold was taken on
-	copies  map[uint64][]byte
-	spilled map[uint64]int64 // chunk -> its offset in the spill
+	pending []uint64          // chunks not yet read nor spilled
+	all     []uint64          // the chunks the hold was taken on
+	copies  map[uint64]*lines // a pending chunk's lines copied
+	spilled map[uint64]int64  // chunk -> its offset in the spill
 	// inline holds the array's chunks, copied when the hold was taken, at
 	// their offsets (only the held ones filled): the caller's buffer, not
 	// the budget's.
@@ -169,8 +178,37 @@ func (h *Hold) isPending(c uint64) bool {
 	return c>>6 < uint64(len(h.pending)) && h.pending[c>>6]&(1<<(c&63)) != 0
 }
 
-// before is the writer's call before it changes chunk c of d.
-func (f *Freeze) before(d *Dirty, c uint64) {
+// LineSize is the grain of a Freeze's copies, a cache line: a writer that
+// marks byte off (Dirty.Mark) changes nothing outside the LineSize-aligned
+// line holding it.
+const LineSize = 64
+
+const linesPerChunk = ChunkSize / LineSize
+
+// lines are the lines of one held chunk the writer copied before changing
+// them, in the order copied: line at[i] is data[i*LineSize:][:LineSize].
+type lines struct {
+	copied [linesPerChunk / 64]uint64
+	at     []uint16
+	data   []byte
+}
+
+func (l *lines) has(i uint64) bool { return l.copied[i>>6]&(1<<(i&63)) != 0 }
+
+// cost is the memory l takes, which the budget counts.
+func (l *lines) cost() uint64 {
+	return linesSize + uint64(cap(l.data)) + 2*uint64(cap(l.at))
+}
+
+const linesSize = uint64(unsafe.Sizeof(lines{}))
+
+// MinBudget is the least a Freeze's copies may hold (NewFreeze): one
+// chunk copied whole, and what its lines' bookkeeping costs.
+const MinBudget = linesSize + ChunkSize + 2*linesPerChunk
+
+// before is the writer's call before it changes bytes [off, off+n) of d,
+// all in one chunk.
+func (f *Freeze) before(d *Dirty, off, n uint64) {
 	if f.done.Load() {
 		d.unfreeze()
 		return
@@ -182,14 +220,39 @@ func (f *Freeze) before(d *Dirty, c uint64) {
 		d.unfreeze()
 		return
 	}
+	c := off / ChunkSize
 	if !h.isPending(c) {
 		return
 	}
-	n := h.chunkLen(c)
-	if f.copied+n > f.budget && f.toSpill(h, c, n) {
+	end := min(off%ChunkSize+n, h.chunkLen(c)) // past the held size: nothing to keep
+	lo, hi := off%ChunkSize/LineSize, (end+LineSize-1)/LineSize
+	l := h.copies[c]
+	var k uint64 // lines to copy
+	for i := lo; i < hi; i++ {
+		if l == nil || !l.has(i) {
+			k++
+		}
+	}
+	if k == 0 {
 		return
 	}
-	for f.copied+n > f.budget && h.isPending(c) && !f.done.Load() {
+	// What the copies will cost: their lines' room, grown as append
+	// would, and the struct for a chunk's first.
+	var data []byte
+	var at []uint16
+	if l != nil {
+		data, at = l.data, l.at
+	}
+	dataCap := grown(len(data), cap(data), k*LineSize, ChunkSize)
+	atCap := grown(len(at), cap(at), k, linesPerChunk)
+	need := (dataCap - uint64(cap(data))) + 2*(atCap-uint64(cap(at)))
+	if l == nil {
+		need += linesSize
+	}
+	if f.copied+need > f.budget && f.toSpill(h, c) {
+		return
+	}
+	for f.copied+need > f.budget && h.isPending(c) && !f.done.Load() {
 		f.Waits++
 		f.waiting++
 		f.cond.Wait()
@@ -198,22 +261,100 @@ func (f *Freeze) before(d *Dirty, c uint64) {
 	if !h.isPending(c) || f.done.Load() {
 		return
 	}
-	buf := make([]byte, n)
-	h.read(buf, c*ChunkSize)
-	if h.copies == nil {
-		h.copies = map[uint64][]byte{}
+	if l == nil {
+		if h.copies == nil {
+			h.copies = map[uint64]*lines{}
+		}
+		l = &lines{}
+		h.copies[c] = l
+		f.Copies++
 	}
-	h.copies[c] = buf
-	h.pending[c>>6] &^= 1 << (c & 63)
-	f.copied += n
-	f.Copies++
+	if dataCap > uint64(cap(l.data)) {
+		l.data = append(make([]byte, 0, dataCap), l.data...)
+	}
+	if atCap > uint64(cap(l.at)) {
+		l.at = append(make([]uint16, 0, atCap), l.at...)
+	}
+	base := c * ChunkSize
+	for i := lo; i < hi; {
+		if l.has(i) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < hi && !l.has(j) {
+			j++
+		}
+		// A run of lines not copied yet, read in one go.
+		at := uint64(len(l.data))
+		l.data = l.data[:at+(j-i)*LineSize]
+		h.read(l.data[at:at+min((j-i)*LineSize, h.chunkLen(c)-i*LineSize)], base+i*LineSize)
+		for ; i < j; i++ {
+			l.at = append(l.at, uint16(i))
+			l.copied[i>>6] |= 1 << (i & 63)
+			f.Lines++
+		}
+	}
+	f.copied += need
 	f.Peak = max(f.Peak, f.copied)
 }
 
-// toSpill puts chunk c of h, n bytes, in the spill, if there is one with
+// grown is the capacity a slice of length n and capacity c takes to hold
+// add more, growing as append does but never past limit.
+func grown(n, c int, add, limit uint64) uint64 {
+	if uint64(n)+add <= uint64(c) {
+		return uint64(c)
+	}
+	return max(uint64(n)+add, min(2*uint64(c), limit))
+}
+
+// chunk puts held chunk c of h into dst (its length) as it was when the
+// hold was taken: the lines the writer copied from their copies, the rest
+// from the array (which the writer has not changed: it copies a line
+// before it changes it, under f.mu, held here). f.mu is held; the chunk
+// is still pending.
+func (h *Hold) chunk(dst []byte, c uint64) {
+	base := c * ChunkSize
+	l := h.copies[c]
+	if l == nil {
+		h.read(dst, base)
+		return
+	}
+	// The lines not copied, a run at a time: the writer may be changing
+	// the copied ones meanwhile, which must not be read.
+	n := uint64(len(dst))
+	for i := uint64(0); i*LineSize < n; {
+		if l.has(i) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j*LineSize < n && !l.has(j) {
+			j++
+		}
+		h.read(dst[i*LineSize:min(j*LineSize, n)], base+i*LineSize)
+		i = j
+	}
+	for k, i := range l.at {
+		copy(dst[uint64(i)*LineSize:n], l.data[k*LineSize:(k+1)*LineSize])
+	}
+}
+
+// drop lets go of chunk c's copies, which are no longer needed: the
+// chunk was read or spilled. f.mu is held.
+func (h *Hold) drop(c uint64) {
+	if l := h.copies[c]; l != nil {
+		delete(h.copies, c)
+		h.f.copied -= l.cost()
+		h.f.wake()
+	}
+}
+
+// toSpill puts chunk c of h, as held, in the spill, if there is one with
 // room; f.mu is held. A spill that fails once is not tried again: the
 // writer waits on the budget instead, as without one.
-func (f *Freeze) toSpill(h *Hold, c, n uint64) bool {
+func (f *Freeze) toSpill(h *Hold, c uint64) bool {
+	n := h.chunkLen(c)
 	if f.spill == nil || f.spillFailed || f.spillOff+int64(n) > f.spillLimit {
 		return false
 	}
@@ -221,11 +362,12 @@ func (f *Freeze) toSpill(h *Hold, c, n uint64) bool {
 		f.spillBuf = make([]byte, ChunkSize)
 	}
 	buf := f.spillBuf[:n]
-	h.read(buf, c*ChunkSize)
+	h.chunk(buf, c)
 	if _, err := f.spill.WriteAt(buf, f.spillOff); err != nil {
 		f.spillFailed = true
 		return false
 	}
+	h.drop(c)
 	if h.spilled == nil {
 		h.spilled = map[uint64]int64{}
 	}
@@ -248,8 +390,8 @@ func (d *Dirty) unfreeze() {
 }
 
 // Read calls fn with each held chunk, in order, as it was when the hold
-// was taken: the writer's copy, or the array's bytes read into buf
-// (ChunkSize bytes) now, before the writer may change them. fn must be
+// was taken: from the spill, or read into buf (ChunkSize bytes) now from
+// the array and the writer's copies of its lines (Hold.chunk). fn must be
 // done with data when it returns. Then the hold ends.
 func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error {
 	f := h.f
@@ -280,30 +422,17 @@ func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error 
 			}
 			return fn(c, data)
 		}
-		data, copied := h.copies[c]
-		switch {
-		case copied:
-			delete(h.copies, c)
-		case h.isPending(c):
-			data = buf[:h.chunkLen(c)]
-			h.read(data, c*ChunkSize)
-			h.pending[c>>6] &^= 1 << (c & 63)
-			f.wake()
-		default:
+		if !h.isPending(c) {
 			f.mu.Unlock()
-			return nil // cannot happen: a chunk is either pending or copied
+			return nil // cannot happen: a chunk is either pending or spilled
 		}
+		data := buf[:h.chunkLen(c)]
+		h.chunk(data, c)
+		h.drop(c)
+		h.pending[c>>6] &^= 1 << (c & 63)
+		f.wake()
 		f.mu.Unlock()
-		err := fn(c, data)
-		if copied {
-			f.mu.Lock()
-			if !f.done.Load() {
-				f.copied -= uint64(len(data))
-				f.wake()
-			}
-			f.mu.Unlock()
-		}
-		return err
+		return fn(c, data)
 	})
 }
 
@@ -326,8 +455,8 @@ func (h *Hold) Release() {
 	defer f.mu.Unlock()
 	if f.held[h.d] == h {
 		delete(f.held, h.d)
-		for _, b := range h.copies {
-			f.copied -= uint64(len(b))
+		for _, l := range h.copies {
+			f.copied -= l.cost()
 		}
 		f.wake()
 	}

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,7 +64,7 @@ func frozenArray(chunks int, sp Spill, limit int64) (arr []byte, d *Dirty, f *Fr
 // image write reads the first first), marking each before it changes it.
 func overwrite(arr []byte, d *Dirty, chunks int) {
 	for c := chunks - 1; c >= 0; c-- {
-		d.Mark(uint64(c) * ChunkSize)
+		d.MarkRange(uint64(c)*ChunkSize, ChunkSize)
 		for i := range ChunkSize {
 			arr[c*ChunkSize+i] = 0xee
 		}
@@ -170,4 +174,161 @@ func TestFreezeSpillFallsBack(t *testing.T) {
 			f.End()
 		})
 	}
+}
+
+// TestFreezeLines: a writer that changes a few bytes of a held chunk
+// copies only the lines holding them, and the image write still reads
+// every chunk as it was: lines copied, ranges across chunks, a chunk
+// spilled after some of its lines were copied, and the last chunk shorter
+// than the others.
+func TestFreezeLines(t *testing.T) {
+	const size = 6*ChunkSize + 1000 // a short last chunk, not a whole line at its end
+	arr := make([]byte, size)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range arr {
+		arr[i] = byte(rng.Uint32())
+	}
+	want := bytes.Clone(arr)
+	dd := NewDirty(size)
+	d := &dd
+	// The budget holds a handful of chunks' lines, not all of them.
+	f := NewFreeze(2 * ChunkSize)
+	sp := &memSpill{}
+	f.SetSpill(sp, 1<<30)
+	read := func(dst []byte, off uint64) { copy(dst, arr[off:]) }
+	f.Lock()
+	h := f.Hold(d, size, read, true, nil)
+	f.Unlock()
+	// A byte here and there: one line each.
+	touched := map[uint64]bool{}
+	set := func(off uint64) {
+		d.Mark(off)
+		arr[off] = ^arr[off]
+		touched[off/LineSize] = true
+	}
+	for range 200 {
+		set(rng.Uint64N(size))
+	}
+	set(size - 1) // the last line, short
+	if f.Spills != 0 || f.Lines != uint64(len(touched)) {
+		t.Fatalf("lines %d, spills %d: want %d and none", f.Lines, f.Spills, len(touched))
+	}
+	if f.Peak > 64<<10 {
+		t.Fatalf("%d bytes of copies for %d lines", f.Peak, len(touched))
+	}
+	// A range across chunks 1 and 2, then whole chunks past the budget:
+	// some go to the spill, with the lines they had.
+	d.MarkRange(2*ChunkSize-100, 300)
+	for i := 2*ChunkSize - 100; i < 2*ChunkSize+200; i++ {
+		arr[i] ^= 0x5a
+	}
+	for c := uint64(0); c < 5; c++ {
+		d.MarkRange(c*ChunkSize, ChunkSize)
+		for i := c * ChunkSize; i < (c+1)*ChunkSize; i++ {
+			arr[i] = 0xee
+		}
+	}
+	if f.Spills == 0 || f.Waits != 0 {
+		t.Fatalf("spills %d, waits %d: want some spills and no wait", f.Spills, f.Waits)
+	}
+	seen := 0
+	if err := h.Read(make([]byte, ChunkSize), func(c uint64, data []byte) error {
+		if !bytes.Equal(data, want[c*ChunkSize:min(size, (c+1)*ChunkSize)]) {
+			t.Errorf("chunk %d is not as it was when held", c)
+		}
+		seen++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 7 {
+		t.Fatalf("read %d chunks, want 7", seen)
+	}
+	f.Lock()
+	copied := f.copied
+	f.Unlock()
+	if copied != 0 {
+		t.Fatalf("%d bytes of copies left after the read", copied)
+	}
+	f.End()
+}
+
+// TestFreezeLinesBeside: a writer changing bytes all over the array while
+// the image write reads it, and the write reads the array as held; no
+// read of the array (a copy's, or the write's) ever takes in a line the
+// writer changed since the hold, which the writer may be changing as it
+// is read. (The writer's stores are plain, as a cuckoo table's are.)
+func TestFreezeLinesBeside(t *testing.T) {
+	const size = 64 * ChunkSize
+	words := make([]uint64, size/8)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range words {
+		words[i] = rng.Uint64()
+	}
+	want := make([]byte, size)
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(want[8*i:], w)
+	}
+	// changed marks a line once Mark has returned for it, before its
+	// first change: a read may never see it again.
+	changed := make([]atomic.Bool, size/LineSize)
+	var bad atomic.Int64
+	dd := NewDirty(size)
+	d := &dd
+	f := NewFreeze(4 * ChunkSize)
+	f.SetSpill(&memSpill{}, 1<<30)
+	read := func(dst []byte, off uint64) {
+		for l := off / LineSize; l*LineSize < off+uint64(len(dst)); l++ {
+			if changed[l].Load() {
+				bad.Add(1)
+				return
+			}
+		}
+		for i := range dst {
+			p := off + uint64(i)
+			dst[i] = byte(words[p/8] >> (8 * (p % 8)))
+		}
+	}
+	f.Lock()
+	h := f.Hold(d, size, read, true, nil)
+	f.Unlock()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := rand.New(rand.NewPCG(5, 6))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			x := r.Uint64N(size * 8)
+			d.Mark(x / 8)
+			changed[x/8/LineSize].Store(true)
+			words[x/64] ^= 1 << (x % 64)
+		}
+	}()
+	// Let the writer copy lines of chunks the write has not reached.
+	for lines := uint64(0); lines < 2000; {
+		f.Lock()
+		lines = f.Lines
+		f.Unlock()
+		runtime.Gosched()
+	}
+	err := h.Read(make([]byte, ChunkSize), func(c uint64, data []byte) error {
+		if !bytes.Equal(data, want[c*ChunkSize:(c+1)*ChunkSize]) {
+			t.Errorf("chunk %d is not as it was when held", c)
+		}
+		return nil
+	})
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bad.Load(); n > 0 {
+		t.Fatalf("%d reads took in a line the writer had changed", n)
+	}
+	f.End()
 }

@@ -361,12 +361,13 @@ func (c *Cut) end() {
 	}
 }
 
-// Copied is what the cut's copy-on-write cost: chunks copied, the most
-// bytes held in copies at once, and how often Apply waited on the budget.
-func (c *Cut) Copied() (chunks, peak, waits uint64) {
+// Copied is what the cut's copy-on-write cost: chunks some lines of which
+// were copied, the lines copied, the most bytes held in copies at once,
+// and how often Apply waited on the budget.
+func (c *Cut) Copied() (chunks, lines, peak, waits uint64) {
 	c.freeze.Lock()
 	defer c.freeze.Unlock()
-	return c.freeze.Copies, c.freeze.Peak, c.freeze.Waits
+	return c.freeze.Copies, c.freeze.Lines, c.freeze.Peak, c.freeze.Waits
 }
 
 // Spilled is how many chunks Apply put in the cut's spill (SetSpill)

@@ -324,7 +324,7 @@ func TestSketchImageAtCut(t *testing.T) {
 				st.write(t, cut)
 				<-done
 				if mode == "concurrent" {
-					if _, peak, _ := cut.Copied(); peak > budget+engine.ChunkSize {
+					if _, _, peak, _ := cut.Copied(); peak > budget+engine.ChunkSize {
 						t.Fatalf("step %d: the copies held %d bytes at once, over the budget of %d and a chunk", s, peak, budget)
 					}
 				}
@@ -487,7 +487,7 @@ func TestLargeSketchCutCopiesWithinBudget(t *testing.T) {
 	}()
 	n := st.write(t, cut)
 	slowest := <-done
-	chunks, peak, waits := cut.Copied()
+	chunks, _, peak, waits := cut.Copied()
 	start = time.Now()
 	whole := len(k.Lookup(0, []byte("c"), 0).Sketch().Marshal())
 	marshal := time.Since(start)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/engine"
 	"github.com/bfserver/bfserver/keyspace"
 	"github.com/bfserver/bfserver/sketch/window"
 	"github.com/cockroachdb/pebble/v2"
@@ -109,7 +110,7 @@ func TestCutBesideApply(t *testing.T) {
 	if err := tb.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if copies, _, _ := cut.Copied(); copies == 0 {
+	if copies, _, _, _ := cut.Copied(); copies == 0 {
 		t.Fatal("Apply changed held chunks and none was copied")
 	}
 	loaded, applied, err := s.Load()
@@ -181,7 +182,7 @@ func TestFailedCutRestoresCopies(t *testing.T) {
 			t.Fatalf("op %v: write with failures: %v", kind, err)
 		}
 		cut.Restore()
-		if copies, _, _ := cut.Copied(); copies == 0 {
+		if copies, _, _, _ := cut.Copied(); copies == 0 {
 			t.Fatalf("op %v: Apply changed held chunks and none was copied", kind)
 		}
 		inj.on.Store(false)
@@ -232,8 +233,8 @@ func TestCutBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, peak, _ := cut.Copied()
-	if peak > 64<<10 {
+	_, _, peak, _ := cut.Copied()
+	if peak > engine.MinBudget {
 		t.Fatalf("copies held %d bytes at once, over a budget of one chunk", peak)
 	}
 	loaded, _, err := s.Load()
@@ -274,7 +275,7 @@ func TestCutSpill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, peak, waits := cut.Copied(); waits != 0 || peak > 64<<10 || cut.Spilled() == 0 {
+	if _, _, peak, waits := cut.Copied(); waits != 0 || peak > engine.MinBudget || cut.Spilled() == 0 {
 		t.Fatalf("waits %d, peak %d bytes, %d chunks spilled: want none, one chunk at most, some", waits, peak, cut.Spilled())
 	}
 	loaded, _, err := s.Load()

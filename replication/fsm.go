@@ -63,10 +63,10 @@ type fsm struct {
 	// inKS is the latest entry applied to the keyspace, set under mu
 	// (applied moves just after mu is let go): the index a cut is at.
 	inKS uint64
-	// cutCopies and cutPeak are the latest cut's copy-on-write, cutWaits
+	// cutCopies, cutLines and cutPeak are the latest cut's copy-on-write, cutWaits
 	// and cutSpills the budget waits and spilled chunks of all cuts
 	// (keyspace.Cut.Copied), for INFO persistence.
-	cutCopies, cutPeak, cutWaits, cutSpills atomic.Uint64
+	cutCopies, cutLines, cutPeak, cutWaits, cutSpills atomic.Uint64
 	// changed is the index of the latest applied entry that may have
 	// changed state; entries after it carried no command (lease renewals,
 	// a new leader's first entry, membership), so a read needs nothing
@@ -544,8 +544,9 @@ func (f *fsm) write(p *pendingCut) (*persistence.Table, error) {
 
 // noteCut keeps what a written cut's copy-on-write cost, for INFO.
 func (f *fsm) noteCut(c *keyspace.Cut) {
-	copies, peak, waits := c.Copied()
+	copies, lines, peak, waits := c.Copied()
 	f.cutCopies.Store(copies)
+	f.cutLines.Store(lines)
 	f.cutPeak.Store(peak)
 	f.cutWaits.Add(waits)
 	f.cutSpills.Add(c.Spilled())

@@ -301,6 +301,7 @@ func (n *Node) ImageInfo() [][2]string {
 		{"image_snapshots_installed", u(n.fsm.installed.Load())},
 		{"image_snapshots_refused", u(n.fsm.refused.Load())},
 		{"image_cut_copied_chunks", u(n.fsm.cutCopies.Load())},
+		{"image_cut_copied_lines", u(n.fsm.cutLines.Load())},
 		{"image_cut_copied_peak_bytes", u(n.fsm.cutPeak.Load())},
 		{"image_cut_budget_waits", u(n.fsm.cutWaits.Load())},
 		{"image_cut_spilled_chunks", u(n.fsm.cutSpills.Load())},

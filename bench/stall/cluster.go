@@ -317,8 +317,8 @@ func runCluster(cl *cluster, sc string) result {
 		if n > 0 {
 			per = float64(written-w.written0) / float64(n) / (1 << 20)
 		}
-		fmt.Printf("   %s: %d image tables in the steady phase, %.1f MiB written per table; %d snapshots; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits, %s spilled; %s\n",
-			w.s.name, n, per, w.snapshots, m["image_cut_copied_chunks"], m["image_cut_copied_peak_bytes"], m["image_cut_budget_waits"], m["image_cut_spilled_chunks"], w.s.memLine(w.c, sc))
+		fmt.Printf("   %s: %d image tables in the steady phase, %.1f MiB written per table; %d snapshots; copy-on-write (the last cut): %s lines in %s chunks copied, peak %s bytes; %s budget waits, %s spilled; %s\n",
+			w.s.name, n, per, w.snapshots, m["image_cut_copied_lines"], m["image_cut_copied_chunks"], m["image_cut_copied_peak_bytes"], m["image_cut_budget_waits"], m["image_cut_spilled_chunks"], w.s.memLine(w.c, sc))
 		// Only a node that led times writes (forwarded ones too).
 		if m := infoFields(w.c, "writestages"); !strings.HasPrefix(m["stage_total"], "count=0,") {
 			printStages(w.c, w.s.name+" ")

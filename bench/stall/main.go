@@ -553,8 +553,8 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 		if winBytes > 0 {
 			fmt.Printf(" (%.3f of the window's %d MiB)", per/float64(winBytes), winBytes>>20)
 		}
-		fmt.Printf("; copy-on-write: %s chunks copied, peak %s bytes, %s budget waits, %s spilled\n",
-			s.info(c, "image_cut_copied_chunks"), s.info(c, "image_cut_copied_peak_bytes"), s.info(c, "image_cut_budget_waits"), s.info(c, "image_cut_spilled_chunks"))
+		fmt.Printf("; copy-on-write (the last cut): %s lines in %s chunks copied, peak %s bytes; %s budget waits, %s spilled\n",
+			s.info(c, "image_cut_copied_lines"), s.info(c, "image_cut_copied_chunks"), s.info(c, "image_cut_copied_peak_bytes"), s.info(c, "image_cut_budget_waits"), s.info(c, "image_cut_spilled_chunks"))
 	}
 	fmt.Printf("   probe: %d writes, longest %.1f ms (at +%.1f s), p99.9 %.2f ms, p99 %.2f ms, p50 %.3f ms; errors %v\n",
 		len(p.lat), ms(p.worst), p.worstT.Sub(began).Seconds(), ms(p.quantile(0.999)), ms(p.quantile(0.99)), ms(p.quantile(0.5)), p.errs)
