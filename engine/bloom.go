@@ -500,8 +500,10 @@ func (b *Bloom) addBatched(h Hash) bool {
 // ReadBytes copies len(dst) bytes of the bit array starting at byte offset
 // off. The whole words between the ends are copied in a loop of their
 // own: a chunk (64 KiB) read a word at a time, each with the checks of the
-// ends, took 15-20 µs, and the state machine reads one for every chunk it
-// copies before changing it while an image write holds it (engine.Freeze).
+// ends, took 15-20 µs, and an image write reads every chunk it writes.
+// It reads no byte outside [off, off+len(dst)): a Freeze reads the lines
+// of a chunk the writer has not changed while the writer may be changing
+// the others.
 func (b *Bloom) ReadBytes(dst []byte, off uint64) {
 	words := b.words()
 	byteAt := func(pos uint64) byte { return byte(atomic.LoadUint64(&words[pos>>3]) >> ((pos & 7) * 8)) }

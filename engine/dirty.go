@@ -15,19 +15,20 @@ const ChunkSize = 64 << 10
 // own. Small filters are many: this saves each one a slice and an
 // allocation.
 //
-// The writer marks a chunk before it changes it, so that an image write
-// holding the chunk (Freeze) can copy it first.
+// The writer marks what it is about to change before it changes it (Mark:
+// the 64-byte line holding a byte; MarkRange: a range), so that an image
+// write holding the chunk (Freeze) can copy those lines first.
 type Dirty struct {
 	word uint64    // chunks 0..63, when x is nil or x.bits is
 	x    *dirtyExt // a large array's bitmap, or a Freeze's hold
 }
 
 // dirtyExt is what few arrays need: a bitmap for one of more than 64
-// chunks, and the Freeze holding some of its chunks (a flush is reading
+// chunks, and the Freeze's hold on some of its chunks (a flush is reading
 // them), which the writer must tell before it changes one.
 type dirtyExt struct {
-	bits   []uint64 // one bit per chunk; nil for an array of up to 64
-	frozen *Freeze
+	bits []uint64 // one bit per chunk; nil for an array of up to 64
+	hold *Hold
 }
 
 func newDirty(size uint64) Dirty {
@@ -97,8 +98,8 @@ func (d *Dirty) mark(off uint64) {
 // tells a Freeze holding it what is about to change.
 func (d *Dirty) markExt(off, n uint64) {
 	c := off / ChunkSize
-	if f := d.x.frozen; f != nil {
-		f.before(d, off, n)
+	if h := d.x.hold; h != nil {
+		h.before(off, n)
 		if d.x == nil {
 			d.word |= 1 << (c & 63)
 			return

@@ -24,7 +24,8 @@ import (
 // budget puts the whole chunk (as held) in the Freeze's spill instead (a
 // scratch file the image write owns, SetSpill), one write of a chunk, and
 // the image write reads it back from there. Memory for copies is
-// therefore at most the budget, whatever the filters' size, and a writer
+// therefore at most the budget (to within the allocator's rounding of the
+// lines' bookkeeping), whatever the filters' size, and a writer
 // never waits for the image write to reach a chunk. Only without a spill
 // (or once writing to it failed, or it is full) does a writer over budget
 // wait until the write has read (and let go of) enough copies, or the
@@ -32,7 +33,8 @@ import (
 //
 // Locks: mu guards every Hold of the Freeze and the copies. The writer's
 // check of an array it does not hold (Dirty.x nil) costs nothing more than
-// before.
+// before, and of a chunk the write has read, an atomic load
+// (Hold.isPending).
 type Freeze struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -90,10 +92,10 @@ type Hold struct {
 	d       *Dirty
 	size    uint64
 	read    func(dst []byte, off uint64)
-	pending []uint64          // chunks not yet read nor spilled
-	all     []uint64          // the chunks the hold was taken on
-	copies  map[uint64]*lines // a pending chunk's lines copied
-	spilled map[uint64]int64  // chunk -> its offset in the spill
+	pending []uint64         // chunks not yet read nor spilled
+	all     []uint64         // the chunks the hold was taken on
+	copies  []*lines         // by chunk: a pending chunk's lines copied, if any
+	spilled map[uint64]int64 // chunk -> its offset in the spill
 	// inline holds the array's chunks, copied when the hold was taken, at
 	// their offsets (only the held ones filled): the caller's buffer, not
 	// the budget's.
@@ -123,8 +125,9 @@ func (f *Freeze) Hold(d *Dirty, size uint64, read func(dst []byte, off uint64), 
 
 // HoldIn is Hold into h, which the caller provides (a hold with inline,
 // of an array of up to 64 chunks, then allocates nothing: a cut of a
-// million small filters takes a million of them). h must be unused or
-// released.
+// million small filters takes a million of them). h must be unused, or
+// with inline released: a hold without inline is the array's writer's to
+// look at (Hold.before) until the Freeze ends.
 func (f *Freeze) HoldIn(h *Hold, d *Dirty, size uint64, read func(dst []byte, off uint64), full bool, inline []byte) {
 	*h = Hold{f: f, d: d, size: size, read: read}
 	if d.x == nil || d.x.bits == nil {
@@ -166,17 +169,24 @@ func (f *Freeze) HoldIn(h *Hold, d *Dirty, size uint64, read func(dst []byte, of
 	h.all = append([]uint64(nil), h.pending...)
 	f.held[d] = h
 	if d.x == nil {
-		d.x = &dirtyExt{frozen: f}
+		d.x = &dirtyExt{hold: h}
 	} else {
-		d.x.frozen = f
+		d.x.hold = h
 	}
 }
 
 func (h *Hold) chunkLen(c uint64) uint64 { return min(ChunkSize, h.size-c*ChunkSize) }
 
+// isPending reports whether chunk c is still to be read (or spilled).
+// The writer asks without f.mu first: a chunk's bit is only ever cleared
+// (atomically, under f.mu), and the slice itself never changes once the
+// hold is taken, so a clear bit is final.
 func (h *Hold) isPending(c uint64) bool {
-	return c>>6 < uint64(len(h.pending)) && h.pending[c>>6]&(1<<(c&63)) != 0
+	return c>>6 < uint64(len(h.pending)) && atomic.LoadUint64(&h.pending[c>>6])&(1<<(c&63)) != 0
 }
+
+// done clears chunk c's pending bit; f.mu is held.
+func (h *Hold) done(c uint64) { atomic.AndUint64(&h.pending[c>>6], ^(1 << (c & 63))) }
 
 // LineSize is the grain of a Freeze's copies, a cache line: a writer that
 // marks byte off (Dirty.Mark) changes nothing outside the LineSize-aligned
@@ -206,27 +216,29 @@ const linesSize = uint64(unsafe.Sizeof(lines{}))
 // chunk copied whole, and what its lines' bookkeeping costs.
 const MinBudget = linesSize + ChunkSize + 2*linesPerChunk
 
-// before is the writer's call before it changes bytes [off, off+n) of d,
-// all in one chunk.
-func (f *Freeze) before(d *Dirty, off, n uint64) {
+// before is the writer's call before it changes bytes [off, off+n) of
+// the held array, all in one chunk.
+func (h *Hold) before(off, n uint64) {
+	f, c := h.f, off/ChunkSize
 	if f.done.Load() {
-		d.unfreeze()
+		h.d.unfreeze()
 		return
+	}
+	if !h.isPending(c) {
+		return // read already: the array's own from now on
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.held[d]
-	if h == nil || f.done.Load() {
-		d.unfreeze()
+	if f.held[h.d] != h || f.done.Load() {
+		h.d.unfreeze()
 		return
 	}
-	c := off / ChunkSize
 	if !h.isPending(c) {
 		return
 	}
 	end := min(off%ChunkSize+n, h.chunkLen(c)) // past the held size: nothing to keep
 	lo, hi := off%ChunkSize/LineSize, (end+LineSize-1)/LineSize
-	l := h.copies[c]
+	l := h.linesOf(c)
 	var k uint64 // lines to copy
 	for i := lo; i < hi; i++ {
 		if l == nil || !l.has(i) {
@@ -263,7 +275,7 @@ func (f *Freeze) before(d *Dirty, off, n uint64) {
 	}
 	if l == nil {
 		if h.copies == nil {
-			h.copies = map[uint64]*lines{}
+			h.copies = make([]*lines, (h.size+ChunkSize-1)/ChunkSize)
 		}
 		l = &lines{}
 		h.copies[c] = l
@@ -315,7 +327,7 @@ func grown(n, c int, add, limit uint64) uint64 {
 // is still pending.
 func (h *Hold) chunk(dst []byte, c uint64) {
 	base := c * ChunkSize
-	l := h.copies[c]
+	l := h.linesOf(c)
 	if l == nil {
 		h.read(dst, base)
 		return
@@ -340,11 +352,19 @@ func (h *Hold) chunk(dst []byte, c uint64) {
 	}
 }
 
+// linesOf is chunk c's lines copied, nil if none.
+func (h *Hold) linesOf(c uint64) *lines {
+	if c < uint64(len(h.copies)) {
+		return h.copies[c]
+	}
+	return nil
+}
+
 // drop lets go of chunk c's copies, which are no longer needed: the
 // chunk was read or spilled. f.mu is held.
 func (h *Hold) drop(c uint64) {
-	if l := h.copies[c]; l != nil {
-		delete(h.copies, c)
+	if l := h.linesOf(c); l != nil {
+		h.copies[c] = nil
 		h.f.copied -= l.cost()
 		h.f.wake()
 	}
@@ -373,7 +393,7 @@ func (f *Freeze) toSpill(h *Hold, c uint64) bool {
 	}
 	h.spilled[c] = f.spillOff
 	f.spillOff += int64(n)
-	h.pending[c>>6] &^= 1 << (c & 63)
+	h.done(c)
 	f.Spills++
 	return true
 }
@@ -383,7 +403,7 @@ func (d *Dirty) unfreeze() {
 	if d.x == nil {
 		return
 	}
-	d.x.frozen = nil
+	d.x.hold = nil
 	if d.x.bits == nil {
 		d.x = nil
 	}
@@ -429,7 +449,7 @@ func (h *Hold) Read(buf []byte, fn func(chunk uint64, data []byte) error) error 
 		data := buf[:h.chunkLen(c)]
 		h.chunk(data, c)
 		h.drop(c)
-		h.pending[c>>6] &^= 1 << (c & 63)
+		h.done(c)
 		f.wake()
 		f.mu.Unlock()
 		return fn(c, data)
@@ -456,11 +476,14 @@ func (h *Hold) Release() {
 	if f.held[h.d] == h {
 		delete(f.held, h.d)
 		for _, l := range h.copies {
-			f.copied -= l.cost()
+			if l != nil {
+				f.copied -= l.cost()
+			}
 		}
 		f.wake()
 	}
-	h.copies, h.spilled, h.pending, h.all, h.read, h.inline = nil, nil, nil, nil, nil, nil
+	// pending stays: the writer may be reading it (isPending).
+	h.copies, h.spilled, h.all, h.read, h.inline = nil, nil, nil, nil, nil
 }
 
 // End ends every hold of the Freeze: the image write has read what it
@@ -470,7 +493,7 @@ func (f *Freeze) End() {
 	defer f.mu.Unlock()
 	f.done.Store(true)
 	for _, h := range f.held {
-		h.copies, h.spilled, h.pending, h.read = nil, nil, nil, nil
+		h.copies, h.spilled, h.read = nil, nil, nil
 	}
 	f.spill, f.spillBuf = nil, nil
 	clear(f.held)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -331,4 +332,157 @@ func TestFreezeLinesBeside(t *testing.T) {
 		t.Fatalf("%d reads took in a line the writer had changed", n)
 	}
 	f.End()
+}
+
+// failAfter is a spill whose writes fail after the first n.
+type failAfter struct {
+	memSpill
+	n int
+}
+
+func (s *failAfter) WriteAt(p []byte, off int64) (int, error) {
+	if s.n--; s.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return s.memSpill.WriteAt(p, off)
+}
+
+// TestFreezeLinesRandom: random arrays (a short last chunk, one grown past
+// the held size), marks of bytes and of ranges (across chunks, empty),
+// budgets of up to three chunks, and spills that work, fail at once or
+// later, or fill: the write reads every chunk as held, no read takes in a
+// line the writer changed or a byte past the held size, the copies cost
+// what the budget counts at every chunk read, nothing is left counted at
+// the end, and the copies never exceed the budget.
+func TestFreezeLinesRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 120 {
+		size := uint64(1+rng.IntN(5))*ChunkSize - uint64(rng.IntN(3))*uint64(1+rng.IntN(ChunkSize/2))
+		grownTo := size + uint64(rng.IntN(2))*uint64(rng.IntN(2*ChunkSize)) // the writer may grow the array (a t-digest)
+		arr := make([]byte, grownTo)
+		for i := range arr {
+			arr[i] = byte(rng.Uint32())
+		}
+		want := bytes.Clone(arr[:size])
+		changed := make([]atomic.Bool, (grownTo+LineSize-1)/LineSize)
+		var bad atomic.Int64
+		read := func(dst []byte, off uint64) {
+			if off+uint64(len(dst)) > size {
+				panic(fmt.Sprintf("read of [%d, %d) past the held %d bytes", off, off+uint64(len(dst)), size))
+			}
+			for l := off / LineSize; l*LineSize < off+uint64(len(dst)); l++ {
+				if changed[l].Load() {
+					bad.Add(1)
+				}
+			}
+			copy(dst, arr[off:])
+		}
+		dd := NewDirty(size)
+		d := &dd
+		budget := uint64(rng.IntN(4)) * ChunkSize
+		f := NewFreeze(budget)
+		var sp Spill
+		switch rng.IntN(4) {
+		case 1:
+			sp = &memSpill{}
+			f.SetSpill(sp, 1<<30)
+		case 2:
+			sp = &failAfter{n: rng.IntN(3)}
+			f.SetSpill(sp, 1<<30)
+		case 3:
+			sp = &memSpill{}
+			f.SetSpill(sp, int64(rng.IntN(3))*ChunkSize)
+		}
+		f.Lock()
+		h := f.Hold(d, size, read, true, nil)
+		f.Unlock()
+		ops := make([][2]uint64, 300)
+		for i := range ops {
+			var off uint64
+			switch rng.IntN(4) {
+			case 0, 1:
+				off = rng.Uint64N(grownTo)
+			case 2: // about a chunk's edge
+				off = min(grownTo-1, (rng.Uint64N(grownTo/ChunkSize+1)*ChunkSize+rng.Uint64N(256))-min(128, grownTo))
+			case 3: // about the held size's end
+				off = min(grownTo-1, size-1-rng.Uint64N(min(128, size))+rng.Uint64N(64))
+			}
+			n := uint64(1)
+			if rng.IntN(4) == 0 {
+				n = rng.Uint64N(min(3*ChunkSize, grownTo-off) + 1) // may be 0
+			}
+			ops[i] = [2]uint64{off, n}
+		}
+		done := make(chan struct{})
+		var half atomic.Bool
+		go func() {
+			defer close(done)
+			if grownTo > size {
+				d.Grow(grownTo)
+			}
+			for i, op := range ops {
+				half.Store(i >= len(ops)/2)
+				off, n := op[0], op[1]
+				if n == 1 {
+					d.Mark(off)
+				} else {
+					d.MarkRange(off, n)
+				}
+				for l := off / LineSize; n > 0 && l*LineSize < off+n; l++ {
+					changed[l].Store(true)
+				}
+				for i := off; i < off+n; i++ {
+					arr[i] ^= 0xa5
+				}
+			}
+		}()
+		// The write starts once the writer is half way, or waiting for it.
+		for !half.Load() {
+			f.Lock()
+			waiting := f.waiting > 0
+			f.Unlock()
+			if waiting {
+				break
+			}
+			runtime.Gosched()
+		}
+		seen := 0
+		err := h.Read(make([]byte, ChunkSize), func(c uint64, data []byte) error {
+			if !bytes.Equal(data, want[c*ChunkSize:min(size, (c+1)*ChunkSize)]) {
+				t.Errorf("round %d: chunk %d is not as it was when held", round, c)
+			}
+			f.Lock()
+			var cost uint64
+			for c, l := range h.copies {
+				if l != nil {
+					cost += l.cost()
+					if !h.isPending(uint64(c)) {
+						t.Errorf("round %d: chunk %d keeps copies after it was read or spilled", round, c)
+					}
+				}
+			}
+			if cost != f.copied {
+				t.Errorf("round %d: copies cost %d bytes, the budget counts %d", round, cost, f.copied)
+			}
+			f.Unlock()
+			seen++
+			return nil
+		})
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int((size + ChunkSize - 1) / ChunkSize); seen != want {
+			t.Fatalf("round %d: read %d chunks, want %d", round, seen, want)
+		}
+		if n := bad.Load(); n > 0 {
+			t.Fatalf("round %d: %d reads took in a line the writer had changed", round, n)
+		}
+		f.Lock()
+		if f.copied != 0 || f.Peak > max(budget, MinBudget) {
+			t.Errorf("round %d: %d bytes counted after the read, peak %d over a budget of %d", round, f.copied, f.Peak, max(budget, MinBudget))
+		}
+		f.Unlock()
+		f.End()
+	}
 }

@@ -672,8 +672,8 @@ func eachPart(v *Value, fn func(part uint32, size uint64, d *engine.Dirty, read 
 		}
 	case KindWindow:
 		// One array; the image's hold reads it without the window's lock:
-		// Apply marks a held chunk (and so has it copied) before it
-		// changes it, under the freeze's lock.
+		// Apply marks what it changes in a held chunk (and so has those
+		// lines copied) before it changes it, under the freeze's lock.
 		f := v.Window().f
 		fn(0, f.Size(), f.Dirty(), f.ReadBytes)
 	default:

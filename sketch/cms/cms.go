@@ -36,8 +36,9 @@ type Sketch struct {
 	Cells []uint32
 	// dirty records which 64 KiB chunks of Cells, as the image lays them
 	// out (Array), changed since the image last took them; every change
-	// marks a counter's chunk before it writes the counter, so that an
-	// image write holding the array (engine.Freeze) can copy it first.
+	// marks the counter (4 bytes, inside one 64-byte line) before it
+	// writes it, so that an image write holding the array (engine.Freeze)
+	// can copy the line first.
 	dirty engine.Dirty
 }
 

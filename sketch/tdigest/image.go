@@ -51,8 +51,8 @@ func FromImage(b []byte, maxBytes uint64) (d *Digest, whole bool, err error) {
 
 // Array is the nodes as the image keeps them: their size in bytes, the
 // record of the chunks changed, and a reader of their bytes as they are
-// now. The reader keeps the arrays of now: the writer marks a chunk
-// before it changes it, and a grow moves the nodes to new arrays and
+// now. The reader keeps the arrays of now: the writer marks a node (or a
+// range) before it changes it, and a grow moves the nodes to new arrays and
 // leaves these as they are, so it may run beside the writer (an image
 // write holding the nodes).
 func (d *Digest) Array() (uint64, *engine.Dirty, func(dst []byte, off uint64)) {

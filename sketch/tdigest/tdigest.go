@@ -45,8 +45,9 @@ type Digest struct {
 	// dirty records which 64 KiB chunks of the nodes, as the image lays
 	// them out (Array: 16 bytes a node), changed since the image last
 	// took them; it grows with the arrays' capacity. Every change marks
-	// before it writes, so that an image write holding the nodes
-	// (engine.Freeze) can copy them first.
+	// before it writes (a node's 16 bytes, inside one 64-byte line, or a
+	// range), so that an image write holding the nodes (engine.Freeze) can
+	// copy them first.
 	dirty engine.Dirty
 }
 

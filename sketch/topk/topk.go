@@ -69,8 +69,9 @@ type TopK struct {
 	table [decayTable]float64
 	// dirty records which 64 KiB chunks of Buckets, as the image lays
 	// them out (Array), changed since the image last took them; every
-	// change marks a bucket's chunk before it writes the bucket, so that
-	// an image write holding the array (engine.Freeze) can copy it first.
+	// change marks the bucket (8 bytes, inside one 64-byte line) before it
+	// writes it, so that an image write holding the array (engine.Freeze)
+	// can copy the line first.
 	dirty engine.Dirty
 }
 

@@ -116,8 +116,9 @@ type Filter struct {
 	ones []uint64
 	// dirty records which 64 KiB chunks of bits changed since the image
 	// last took them, so that a flush writes only those, and lets an
-	// image write hold the array and have changes copy a chunk first
-	// (engine.Freeze). Every change marks before it writes.
+	// image write hold the array and have changes copy the 64-byte lines
+	// they change first (engine.Freeze). Every change marks the word (or
+	// the range) before it writes.
 	dirty engine.Dirty
 }
 
