@@ -99,7 +99,7 @@ var (
 	flushes    = flag.Int("flushes", 3, "flushes to see in the steady phase (bfserver; RedisBloom runs as long)")
 	bfArgs     = flag.String("bfargs", "", "extra bfserver flags, space-separated")
 	debugAddr  = flag.String("debug-addr", "", "bfserver --debug-addr; with -profile, where the profiles are fetched")
-	profile    = flag.String("profile", "", "with -debug-addr: write a CPU profile (PREFIX.cpu) and an execution trace (PREFIX.trace) of the steady phase's first -profile-for")
+	profile    = flag.String("profile", "", "with -debug-addr: write a CPU profile (PREFIX.cpu), an execution trace (PREFIX.trace) and the allocations (PREFIX.allocs) of the steady phase's first -profile-for")
 	profileFor = flag.Duration("profile-for", 12*time.Second, "how long -profile records")
 	worstN     = flag.Int("worst", 5, "the steady phase's longest writes to list, with when they began")
 	phase      = flag.String("profile-phase", "steady", "with -profile: the phase profiled, steady or create (the load: -profile-for from its start)")
@@ -583,13 +583,14 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 // profiling waits for the profiles profileNow asked for.
 var profiling sync.WaitGroup
 
-// profileNow starts a CPU profile and an execution trace of the next
-// -profile-for (with -profile and -debug-addr, bfserver only).
+// profileNow starts a CPU profile, an execution trace and a profile of
+// the allocations (a delta: what the server allocated meanwhile) of the
+// next -profile-for (with -profile and -debug-addr, bfserver only).
 func profileNow(s *server) {
 	if *profile == "" || *debugAddr == "" || s.cmd == nil {
 		return
 	}
-	for _, kind := range [][2]string{{"profile", "cpu"}, {"trace", "trace"}} {
+	for _, kind := range [][2]string{{"profile", "cpu"}, {"trace", "trace"}, {"allocs", "allocs"}} {
 		profiling.Add(1)
 		go func() {
 			defer profiling.Done()
