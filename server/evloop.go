@@ -43,7 +43,7 @@ func (h loopHandler) Parked(c *evloop.Conn) {
 	h.s.parkers.serve(s)
 }
 
-func (h loopHandler) TurnEnd(loop int) bool { return h.s.turnEnd(loop) }
+func (h loopHandler) TurnEnd(loop int) { h.s.turnEnd(loop) }
 
 func (h loopHandler) Closed(c *evloop.Conn) { c.Context.(*session).ended() }
 
@@ -398,10 +398,10 @@ func (srv *Server) pauseTurns(t time.Time) {
 // meanwhile, as Redis's does not while it syncs, but for turnSlow at
 // most. When the node no longer writes alone, or CLIENT PAUSE may hold
 // writes, the connections go to parked goroutines as any other write.
-func (srv *Server) turnEnd(loop int) (handed bool) {
+func (srv *Server) turnEnd(loop int) {
 	t := &srv.turns[loop]
 	if len(t.held) == 0 {
-		return false
+		return
 	}
 	held := t.held
 	if srv.adm.pause.maybe.Load() || !srv.localWrites.WritesLocally() {
@@ -411,7 +411,7 @@ func (srv *Server) turnEnd(loop int) (handed bool) {
 		}
 		clear(t.held)
 		t.held = t.held[:0]
-		return true
+		return
 	}
 	t.cmds = t.cmds[:0]
 	for _, s := range held {
@@ -458,7 +458,6 @@ func (srv *Server) turnEnd(loop int) (handed bool) {
 			srv.answerTurn(held, r, start)
 		}()
 	}
-	return true
 }
 
 // answerTurn answers each connection of a turn from its part of r. A

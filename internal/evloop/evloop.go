@@ -48,11 +48,9 @@ type Handler interface {
 // TurnEnder is a Handler told when a loop has served every connection one
 // wait for events returned, before it waits again (Redis's beforeSleep):
 // what the turn's connections left to do together (the writes they parked
-// with the loop, through one log write) is done there. It reports whether
-// it handed work to other goroutines (the loop then lets them run before
-// it blocks).
+// with the loop, through one log write) is done there.
 type TurnEnder interface {
-	TurnEnd(loop int) (handed bool)
+	TurnEnd(loop int)
 }
 
 // Action is what the loop does with a connection after Traffic.

@@ -40,10 +40,6 @@ type loop struct {
 	woken atomic.Bool
 	conns fdTable
 	rbuf  []byte
-	// handed: this busy stretch parked a connection or carried out
-	// requests, whose work another goroutine may be waiting on this
-	// loop's P to do (run, before the loop blocks in epoll_wait).
-	handed bool
 	// stopping: Stop was called; the loop ends once its last connection
 	// is closed (a parked one when it is resumed).
 	stopping bool
@@ -362,20 +358,10 @@ func (l *loop) run() {
 			if err != nil && err != unix.EINTR {
 				panic(os.NewSyscallError("epoll_wait", err)) // EBADF, EFAULT: a bug, not a condition
 			}
-			// Nothing ready after a busy round: let the goroutines its
-			// connections handed work to (the batcher, a parked
-			// connection's server) run once, then wait. Blocked in
-			// epoll_wait, the loop keeps its P until the runtime's monitor
-			// takes it back (20 µs to 10 ms), and what it readied waits.
-			// A round that handed nothing off (reads, answered inline)
-			// waits at once: the Gosched woke a thread to take the P and
-			// parked it again (two futex calls and two context switches
-			// a turn, which at depth 1 is a request).
+			// Nothing ready after a busy round: let other goroutines in
+			// once, then wait.
 			msec = -1
-			if l.handed {
-				l.handed = false
-				runtime.Gosched()
-			}
+			runtime.Gosched()
 			continue
 		}
 		msec = 0
@@ -383,7 +369,6 @@ func (l *loop) run() {
 			ev := &events[i]
 			fd := int(ev.Fd)
 			if fd == l.efd {
-				l.handed = true
 				var b [8]byte
 				unix.Read(l.efd, b[:])
 				l.woken.Store(false)
@@ -408,8 +393,8 @@ func (l *loop) run() {
 			}
 			l.event(c, ev.Events)
 		}
-		if l.g.turns != nil && l.g.turns.TurnEnd(l.index) {
-			l.handed = true
+		if l.g.turns != nil {
+			l.g.turns.TurnEnd(l.index)
 		}
 		if l.stopping && l.conns.n == 0 {
 			return
@@ -655,7 +640,6 @@ func (l *loop) after(c *Conn, act Action) {
 		}
 		c.endOnDrain = true // the socket's next edge writes the rest, then closes
 	case Park:
-		l.handed = true
 		// Input the loop did not read to the end brings no new edge:
 		// Resume must hand it back to the loop.
 		c.missed.Store(!c.drained)
