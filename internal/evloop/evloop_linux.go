@@ -359,7 +359,13 @@ func (l *loop) run() {
 				panic(os.NewSyscallError("epoll_wait", err)) // EBADF, EFAULT: a bug, not a condition
 			}
 			// Nothing ready after a busy round: let other goroutines in
-			// once, then wait.
+			// once, then wait. Always, even after a round of inline
+			// reads: an unlock or a channel send on the loop (a writer
+			// waiting on the keyspace's lock, a MONITOR feed) readies a
+			// goroutine on this P, which the loop keeps in epoll_wait
+			// until the runtime's monitor takes it back, up to 10 ms when
+			// the other cores are busy (measured: BENCHMARKS.md, "Tried
+			// and dropped: the loop's yield only after a hand-off").
 			msec = -1
 			runtime.Gosched()
 			continue
