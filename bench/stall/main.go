@@ -332,6 +332,32 @@ func memoryUsage(c *redis.Client, key string) int64 {
 	return n
 }
 
+// span follows a counter of bytes written for the timeline: a span
+// begins at the first poll that sees it grow and ends at the first that
+// does not.
+type span struct {
+	what    string
+	last    int64
+	from    time.Duration
+	growing bool
+	base    int64
+}
+
+func newSpan(what string, n int64) *span { return &span{what: what, last: n} }
+
+// see adds the span to events when a poll at el finds it ended.
+func (p *span) see(events []string, n int64, el time.Duration) []string {
+	switch {
+	case n > p.last && !p.growing:
+		p.growing, p.from, p.base = true, el, p.last
+	case n == p.last && p.growing:
+		p.growing = false
+		events = append(events, fmt.Sprintf("%s +%.1f–%.1f s (%d MiB)", p.what, p.from.Seconds(), el.Seconds(), (n-p.base)>>20))
+	}
+	p.last = n
+	return events
+}
+
 // info reads one INFO field, "" when absent.
 func (s *server) info(c *redis.Client, field string) string {
 	txt, err := c.Info(context.Background(), "persistence").Result()
@@ -423,6 +449,86 @@ func (p *probe) longest(from int, since time.Time) string {
 	return strings.Join(worst, ", ")
 }
 
+// diskProbe times the disk's own sync beside the node, for the steady
+// phase: a 200-byte append and fdatasync every 10 ms to a file of its
+// own on the data directory's filesystem, the shape of a Raft log's sync
+// at a light enough rate to cost the node nothing measurable. A durable
+// write cannot take less than its log's sync, so the probe's longest is
+// the floor under the node's longest in the same window.
+type diskProbe struct {
+	stop chan struct{}
+	done chan struct{}
+	lat  []time.Duration
+	at   []time.Time
+	err  error
+	path string
+}
+
+func startDiskProbe() *diskProbe {
+	d := &diskProbe{stop: make(chan struct{}), done: make(chan struct{})}
+	f, err := os.CreateTemp("", "bfstall-diskprobe")
+	if err != nil {
+		d.err = err
+		close(d.done)
+		return d
+	}
+	d.path = f.Name()
+	go func() {
+		defer close(d.done)
+		defer os.Remove(d.path)
+		defer f.Close()
+		rec := make([]byte, 200)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case <-tick.C:
+			}
+			t := time.Now()
+			if _, err := f.Write(rec); err != nil {
+				d.err = err
+				return
+			}
+			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+				d.err = err
+				return
+			}
+			d.lat, d.at = append(d.lat, time.Since(t)), append(d.at, t)
+		}
+	}()
+	return d
+}
+
+func (d *diskProbe) finish() {
+	select {
+	case <-d.done:
+	default:
+		close(d.stop)
+		<-d.done
+	}
+}
+
+// report is the probe's line: its syncs, the longest and when (against
+// since), p99.9 and p50.
+func (d *diskProbe) report(since time.Time) string {
+	if d.err != nil {
+		return fmt.Sprintf("disk probe failed: %v", d.err)
+	}
+	var worst int
+	for i, l := range d.lat {
+		if l > d.lat[worst] {
+			worst = i
+		}
+	}
+	if len(d.lat) == 0 {
+		return "disk probe: no syncs"
+	}
+	return fmt.Sprintf("disk probe (this tool's 200-byte append + fdatasync every 10 ms, same filesystem): %d syncs, longest %.1f ms at +%.2f s, p99.9 %.2f ms, p50 %.3f ms",
+		len(d.lat), ms(d.lat[worst]), d.at[worst].Sub(since).Seconds(), ms(quantile(d.lat, 0.999)), ms(quantile(d.lat, 0.5)))
+}
+
 // stats is a phase's writes: how many, the longest, p99.9, p99 and p50.
 func stats(lat []time.Duration) string {
 	var longest time.Duration
@@ -490,6 +596,7 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 	stop := make(chan struct{})
 	wg, sent := steadyLoad([]*server{s}, rate, mk, stop)
 	steadyStart := time.Now()
+	disk := startDiskProbe()
 	if *phase == "steady" {
 		profileNow(s)
 	}
@@ -507,6 +614,17 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 		return n
 	}
 	w0 := written()
+	// Tables, Pebble's compactions and rebases, by when their counters of
+	// bytes written grew (each counts when it ends).
+	compacted := func() int64 {
+		n, _ := strconv.ParseInt(s.info(c, "image_compaction_bytes_written"), 10, 64)
+		return n
+	}
+	based := func() int64 {
+		n, _ := strconv.ParseInt(s.info(c, "image_base_bytes_written"), 10, 64)
+		return n
+	}
+	tableSpan, compactSpan, baseSpan := newSpan("table written", written()), newSpan("compaction", compacted()), newSpan("rebase", based())
 	saved := false
 	for {
 		time.Sleep(100 * time.Millisecond)
@@ -518,6 +636,9 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 				}
 				lastTables = n
 			}
+			events = tableSpan.see(events, written(), el)
+			events = compactSpan.see(events, compacted(), el)
+			events = baseSpan.see(events, based(), el)
 		}
 		if !saved && el > *flushEvery+*flushEvery/2 {
 			saved = true
@@ -541,6 +662,7 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 	close(stop)
 	wg.Wait()
 	p.finish()
+	disk.finish()
 	profiling.Wait()
 	steady := time.Since(steadyStart)
 	p.mu.Lock()
@@ -571,6 +693,7 @@ func run(s *server, sc string, steadyFor time.Duration, note string) result {
 		fmt.Printf("   timeline: %s\n", strings.Join(events, ", "))
 	}
 	fmt.Printf("   longest in the steady phase: %s\n", p.longest(steadyFrom, steadyStart))
+	fmt.Printf("   %s\n", disk.report(steadyStart))
 	if s.cmd != nil {
 		// Where a durable write's time went: the log's write and sync
 		// (store) and the state machine (fsm_apply) above all.
