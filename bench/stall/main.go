@@ -7,7 +7,10 @@
 // every BF.ADD reply, across at least -flushes flushes and one snapshot
 // (BGSAVE); it prints the longest write, p99.9, p99, the errors (TRYAGAIN
 // among them), the flushes seen and the peak RSS (for the large scenario,
-// against the filter's bytes and docs/OPERATIONS.md's bound).
+// against the filter's bytes and docs/OPERATIONS.md's bound). With one
+// node, the steady phase's timeline also shows each table written,
+// Pebble's compactions and rebases, and a disk probe (diskProbe) gives
+// the disk's own longest sync in the same window.
 //
 //	go run ./bench/stall                       # both scenarios, built ./cmd/bfserver and RedisBloom
 //	go run ./bench/stall -scenario small       # 1,000,000 small filters (BF.ADD tenant:N x)
