@@ -57,3 +57,43 @@ func (l *blocks[T]) all() iter.Seq[T] {
 func (l blocks[T]) then(m blocks[T]) blocks[T] {
 	return blocks[T]{bs: append(l.bs, m.bs...), n: l.n + m.n}
 }
+
+// pages is a list kept in pages of blockLen elements, indexable (at),
+// for the lists a cut's walk builds over every key it writes: the keys in
+// chunk order (walkOrder) and what the image needs of each (WalkedKeys).
+//
+// Why: built as one slice, a million walked keys were one allocation of
+// 53 MB. Allocating while the collector marks costs the goroutine an
+// assist in proportion to the bytes, all at once and not preemptible: an
+// execution trace of bench/stall's small scenario showed the flush's walk
+// assisting for 226 ms in that one allocation, holding one of the two Ps
+// while the collector's worker took the other, and writes waited. A page
+// is at most a few hundred kilobytes.
+type pages[T any] struct {
+	ps [][]T
+	n  int
+}
+
+// add appends v. The first page starts at 256 elements and doubles up
+// to blockLen, so a short list costs little; the others are allocated
+// whole.
+func (p *pages[T]) add(v T) {
+	last := len(p.ps) - 1
+	switch {
+	case last < 0 || len(p.ps[last]) == blockLen:
+		p.ps = append(p.ps, make([]T, 0, min(blockLen, max(256, p.n))))
+		last++
+	case len(p.ps[last]) == cap(p.ps[last]):
+		grown := make([]T, len(p.ps[last]), min(blockLen, 2*cap(p.ps[last])))
+		copy(grown, p.ps[last])
+		p.ps[last] = grown
+	}
+	p.ps[last] = append(p.ps[last], v)
+	p.n++
+}
+
+// at is element i, 0 <= i < Len.
+func (p *pages[T]) at(i int) *T { return &p.ps[i/blockLen][i%blockLen] }
+
+// Len is how many elements the list holds.
+func (p *pages[T]) Len() int { return p.n }

@@ -32,7 +32,9 @@ func TestTakeChangesAfterRepeats(t *testing.T) {
 	}
 	take := func() []seen {
 		var out []seen
-		for _, c := range walked(k.Cut()).Keys {
+		ks := &walked(k.Cut()).Keys
+		for i := range ks.Len() {
+			c := ks.At(i)
 			out = append(out, seen{c.DB, c.Key, c.Full})
 		}
 		slices.SortFunc(out, func(a, b seen) int {

@@ -202,8 +202,8 @@ func TestCutWalkAllocations(t *testing.T) {
 		if round == 1 && per > 700 {
 			t.Errorf("round %d: %.0f bytes allocated a key changed in place, want at most 700", round, per)
 		}
-		if len(cut.Keys) != n {
-			t.Fatalf("round %d: %d keys walked, want %d", round, len(cut.Keys), n)
+		if cut.Keys.Len() != n {
+			t.Fatalf("round %d: %d keys walked, want %d", round, cut.Keys.Len(), n)
 		}
 		for i := range n {
 			k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("tenant:" + strconv.Itoa(i)), Items: [][]byte{[]byte("y")},

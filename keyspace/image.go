@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -70,7 +69,7 @@ type Cut struct {
 	k *Keyspace
 	// Keys are the keys walked so far, in walk (chunk-key) order: what
 	// the image's marks and metadata need of each, by value.
-	Keys []Walked
+	Keys WalkedKeys
 	// kept is what Restore merges back of the walked keys changed in
 	// place (not Full, not gone): the chunks their captures took. Only
 	// this is kept of them, not their captures, whose slab slots the walk
@@ -128,6 +127,16 @@ type Walked struct {
 
 // Gone reports whether the key no longer exists at the cut.
 func (w *Walked) Gone() bool { return w.gone }
+
+// WalkedKeys are a cut's walked keys, kept in pages (pages: never one
+// allocation of them all).
+type WalkedKeys struct{ p pages[Walked] }
+
+// Len is how many keys were walked.
+func (w *WalkedKeys) Len() int { return w.p.Len() }
+
+// At is the i'th key walked, 0 <= i < Len.
+func (w *WalkedKeys) At(i int) *Walked { return w.p.at(i) }
 
 // Largest is the size of the key's largest array at the cut, 0 when it
 // holds none or is gone.
@@ -290,13 +299,13 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 	if err != nil {
 		return err
 	}
-	c.Keys = slices.Grow(c.Keys, len(keys))
 	// done is the walk's last capture once written, when nothing needs
 	// it any more: its slab slot is taken again by the next capture if
 	// no early one came after it (most keys of a large cut then cost the
 	// walk no allocation).
 	var done *CutKey
-	for i, dk := range keys {
+	for i := range keys.Len() {
+		dk := *keys.at(i)
 		if c.aborted.Load() {
 			return ErrCutAborted
 		}
@@ -322,7 +331,7 @@ func (c *Cut) Walk(fn func(ck *CutKey) error) error {
 		}
 		c.cursor, c.walked = dk, true
 		c.freeze.Unlock()
-		c.Keys = append(c.Keys, Walked{Key: ck.Key, meta: ck.meta, largest: ck.largest, DB: ck.DB, Full: ck.Full, gone: ck.gone})
+		c.Keys.p.add(Walked{Key: ck.Key, meta: ck.meta, largest: ck.largest, DB: ck.DB, Full: ck.Full, gone: ck.gone})
 		err := fn(ck)
 		ck.release()
 		if !ck.Full && !ck.gone {
@@ -583,8 +592,8 @@ func (c *Cut) Restore() {
 			}
 		}
 	}
-	for i := range c.Keys {
-		if w := &c.Keys[i]; w.gone {
+	for i := range c.Keys.Len() {
+		if w := c.Keys.At(i); w.gone {
 			k.dirty[dirtyKey{w.DB, w.Key}] = whole
 		}
 	}

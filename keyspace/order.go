@@ -6,10 +6,6 @@ import (
 	"github.com/bfserver/bfserver/internal/merge"
 )
 
-// sortRun is how many keys walkOrder sorts at a time, between looks at
-// whether the cut was given up (a few milliseconds' work).
-const sortRun = 1 << 15
-
 // orderCheck is how many keys walkOrder gathers or merges between looks
 // at whether the cut was given up.
 const orderCheck = 4096
@@ -22,50 +18,48 @@ const orderCheck = 4096
 // flush to notice Abort (fsm.lockCut), and every write waits with it. One
 // sort of a million keys, before the walk looked at Abort, took 900 ms
 // while the collector marked (each swap of a key passes a write barrier):
-// a BGSAVE beside bench/stall's flush held writes that long. Runs of
-// sortRun keys are sorted apart and merged (internal/merge), looking at
-// Abort between runs and every orderCheck keys merged.
-func (c *Cut) walkOrder() ([]dirtyKey, error) {
-	keys := make([]dirtyKey, 0, len(c.pending)+c.fresh.Len())
+// a BGSAVE beside bench/stall's flush held writes that long. Each page
+// of keys (pages: blockLen of them) is sorted apart, looking at Abort
+// between pages, and the pages are merged (internal/merge), looking at
+// it every orderCheck keys merged. Neither list is one allocation.
+func (c *Cut) walkOrder() (pages[dirtyKey], error) {
+	var keys, out pages[dirtyKey]
 	for dk := range c.pending {
-		if len(keys)%orderCheck == 0 && c.aborted.Load() {
-			return nil, ErrCutAborted
+		if keys.Len()%orderCheck == 0 && c.aborted.Load() {
+			return out, ErrCutAborted
 		}
-		keys = append(keys, dk)
+		keys.add(dk)
 	}
 	for _, b := range c.fresh.bs {
 		if c.aborted.Load() {
-			return nil, ErrCutAborted
+			return out, ErrCutAborted
 		}
-		keys = append(keys, b...)
+		for _, dk := range b {
+			keys.add(dk)
+		}
 	}
-	if len(keys) <= sortRun {
-		slices.SortFunc(keys, chunkOrder)
-		return slices.Compact(keys), nil // a key in both parts of the record
-	}
-	var runs []merge.Run
-	for from := 0; from < len(keys); from += sortRun {
+	runs := make([]merge.Run, 0, len(keys.ps))
+	for i, p := range keys.ps {
 		if c.aborted.Load() {
-			return nil, ErrCutAborted
+			return out, ErrCutAborted
 		}
-		run := merge.Run{Next: from, End: min(from+sortRun, len(keys))}
-		slices.SortFunc(keys[run.Next:run.End], chunkOrder)
-		runs = append(runs, run)
+		slices.SortFunc(p, chunkOrder)
+		runs = append(runs, merge.Run{Next: i * blockLen, End: i*blockLen + len(p)})
 	}
-	out := make([]dirtyKey, 0, len(keys))
 	aborted := false
-	merge.Runs(runs, func(i, j int) bool { return chunkOrder(keys[i], keys[j]) < 0 }, func(i int) bool {
-		if len(out)%orderCheck == 0 && c.aborted.Load() {
+	merge.Runs(runs, func(i, j int) bool { return chunkOrder(*keys.at(i), *keys.at(j)) < 0 }, func(i int) bool {
+		if out.Len()%orderCheck == 0 && c.aborted.Load() {
 			aborted = true
 			return false
 		}
-		if n := len(out); n == 0 || out[n-1] != keys[i] { // a key in both parts of the record
-			out = append(out, keys[i])
+		// A key in both parts of the record comes twice.
+		if n := out.Len(); n == 0 || *out.at(n - 1) != *keys.at(i) {
+			out.add(*keys.at(i))
 		}
 		return true
 	})
 	if aborted {
-		return nil, ErrCutAborted
+		return out, ErrCutAborted
 	}
 	return out, nil
 }

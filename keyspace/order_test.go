@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestWalkOrder: the walk's order (runs sorted apart and merged past
-// sortRun keys) lists every key of the record's map and its fresh list
+// TestWalkOrder: the walk's order (pages of keys sorted apart and
+// merged) lists every key of the record's map and its fresh list
 // once, in chunk order, as one sort of them all does; a cut given up
 // stops it with ErrCutAborted.
 func TestWalkOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, n := range []int{0, 1, 100, sortRun, sortRun + 1, 3*sortRun + 777} {
+	for _, n := range []int{0, 1, 100, blockLen, blockLen + 1, 3*blockLen + 777, 40 * blockLen} {
 		c := &Cut{pending: map[dirtyKey]change{}}
 		var all []dirtyKey
 		for i := range n {
@@ -28,9 +28,13 @@ func TestWalkOrder(t *testing.T) {
 		}
 		slices.SortFunc(all, chunkOrder)
 		want := slices.Compact(all)
-		got, err := c.walkOrder()
+		order, err := c.walkOrder()
 		if err != nil {
 			t.Fatal(err)
+		}
+		var got []dirtyKey
+		for i := range order.Len() {
+			got = append(got, *order.at(i))
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%d keys: the walk's order differs from one sort (%d keys against %d)", n, len(got), len(want))

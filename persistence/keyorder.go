@@ -7,41 +7,53 @@ import (
 	"github.com/bfserver/bfserver/keyspace"
 )
 
+// walked is the keys a cut walked, in the walk's order, indexed:
+// keyspace.WalkedKeys (kept in pages, never one slice of them all).
+type walked interface {
+	Len() int
+	At(i int) *keyspace.Walked
+}
+
 // inKeyOrder calls fn with each of keys in metadata order (database, then
 // key) until fn returns false. A cut's walk leaves its keys in chunk
 // order (database, key length, key), so the keys of one database and one
 // length are already in key order: merging those runs costs n·log(runs)
 // comparisons and no copy, where sorting a million keys took a second of
 // CPU beside Apply at every snapshot of a node of small filters. Keys in
-// any other order are sorted first.
-func inKeyOrder(keys []keyspace.Walked, fn func(*keyspace.Walked) bool) {
+// any other order are visited through a sorted index.
+func inKeyOrder(keys walked, fn func(*keyspace.Walked) bool) {
+	n := keys.Len()
 	if !inChunkOrder(keys) {
-		sortByKey(keys)
-		for i := range keys {
-			if !fn(&keys[i]) {
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortFunc(idx, func(a, b int32) int { return byKey(keys.At(int(a)), keys.At(int(b))) })
+		for _, i := range idx {
+			if !fn(keys.At(int(i))) {
 				return
 			}
 		}
 		return
 	}
 	// The runs of one database (keys of one length), merged by key.
-	less := func(i, j int) bool { return keys[i].Key < keys[j].Key }
+	less := func(i, j int) bool { return keys.At(i).Key < keys.At(j).Key }
 	var runs []merge.Run
 	stopped := false
-	for lo := 0; lo < len(keys) && !stopped; {
-		db := keys[lo].DB
+	for lo := 0; lo < n && !stopped; {
+		db := keys.At(lo).DB
 		runs = runs[:0]
 		hi := lo
-		for hi < len(keys) && keys[hi].DB == db {
+		for hi < n && keys.At(hi).DB == db {
 			end := hi + 1
-			for end < len(keys) && keys[end].DB == db && len(keys[end].Key) == len(keys[hi].Key) {
+			for end < n && keys.At(end).DB == db && len(keys.At(end).Key) == len(keys.At(hi).Key) {
 				end++
 			}
 			runs = append(runs, merge.Run{Next: hi, End: end})
 			hi = end
 		}
 		merge.Runs(runs, less, func(i int) bool {
-			stopped = !fn(&keys[i])
+			stopped = !fn(keys.At(i))
 			return !stopped
 		})
 		lo = hi
@@ -49,9 +61,9 @@ func inKeyOrder(keys []keyspace.Walked, fn func(*keyspace.Walked) bool) {
 }
 
 // inChunkOrder reports whether keys are in the walk's order, strictly.
-func inChunkOrder(keys []keyspace.Walked) bool {
-	for i := 1; i < len(keys); i++ {
-		a, b := &keys[i-1], &keys[i]
+func inChunkOrder(keys walked) bool {
+	for i := 1; i < keys.Len(); i++ {
+		a, b := keys.At(i-1), keys.At(i)
 		switch {
 		case a.DB != b.DB:
 			if a.DB > b.DB {
@@ -68,12 +80,10 @@ func inChunkOrder(keys []keyspace.Walked) bool {
 	return true
 }
 
-// sortByKey sorts keys in metadata order.
-func sortByKey(keys []keyspace.Walked) {
-	slices.SortFunc(keys, func(a, b keyspace.Walked) int {
-		if a.DB != b.DB {
-			return int(a.DB) - int(b.DB)
-		}
-		return compareStrings(a.Key, b.Key)
-	})
+// byKey orders walked keys in metadata order: database, then key.
+func byKey(a, b *keyspace.Walked) int {
+	if a.DB != b.DB {
+		return int(a.DB) - int(b.DB)
+	}
+	return compareStrings(a.Key, b.Key)
 }

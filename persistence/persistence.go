@@ -473,7 +473,7 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 	}); err != nil && t.err == nil {
 		t.err = err
 	}
-	keys := cut.Keys
+	keys := &cut.Keys
 	// Marks ("d"), in the same order: the base's copy of these keys is
 	// stale from this index on (base.go). Only a key with an array the
 	// base could hold needs one: an entry is at least baseMinArray long,
@@ -491,16 +491,17 @@ func (s *Store) WriteCut(cut *keyspace.Cut, applied uint64, extra map[string][]b
 		}
 		return t.err != nil
 	}
-	for i := range keys {
+	for i := range keys.Len() {
 		if aborted(i) {
 			break
 		}
-		kb = appendMarkKey(kb[:0], keys[i].DB, keys[i].Key)
+		w := keys.At(i)
+		kb = appendMarkKey(kb[:0], w.DB, w.Key)
 		mk := kb
 		switch {
-		case keys[i].Largest() >= baseMinArray:
+		case w.Largest() >= baseMinArray:
 			t.set(mk, idx[:])
-		case keys[i].Gone() && t.err == nil:
+		case w.Gone() && t.err == nil:
 			t.err = t.w.Delete(mk)
 		}
 	}
