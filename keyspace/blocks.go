@@ -93,7 +93,10 @@ func (p *pages[T]) add(v T) {
 }
 
 // at is element i, 0 <= i < Len.
-func (p *pages[T]) at(i int) *T { return &p.ps[i/blockLen][i%blockLen] }
+func (p *pages[T]) at(i int) *T {
+	u := uint(i)
+	return &p.ps[u/blockLen][u%blockLen]
+}
 
 // Len is how many elements the list holds.
 func (p *pages[T]) Len() int { return p.n }

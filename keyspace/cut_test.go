@@ -175,14 +175,23 @@ func TestCutWalkAllocations(t *testing.T) {
 	for round := range 2 {
 		cut := k.Cut()
 		buf := make([]byte, engine.ChunkSize)
+		walkedKeys := make([]string, 0, n)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		if err := cut.Walk(func(ck *CutKey) error {
+			walkedKeys = append(walkedKeys, ck.Key)
 			return ck.Chunks(buf, func(Chunk) error { return nil })
 		}); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
+		// What the table's later sections read of each key, by index
+		// across the list's pages, is the key the walk gave.
+		for i, key := range walkedKeys {
+			if got := cut.Keys.At(i).Key; got != key {
+				t.Fatalf("round %d: walked key %d is %q, the walk gave %q", round, i, got, key)
+			}
+		}
 		if per := float64(after.Mallocs-before.Mallocs) / n; per > 3.5 {
 			t.Errorf("round %d: %.2f allocations a key", round, per)
 		}

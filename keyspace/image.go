@@ -138,6 +138,15 @@ func (w *WalkedKeys) Len() int { return w.p.Len() }
 // At is the i'th key walked, 0 <= i < Len.
 func (w *WalkedKeys) At(i int) *Walked { return w.p.at(i) }
 
+// WalkedKeysOf lists ws as a walk would have (tests of what reads them).
+func WalkedKeysOf(ws ...Walked) *WalkedKeys {
+	w := new(WalkedKeys)
+	for _, x := range ws {
+		w.p.add(x)
+	}
+	return w
+}
+
 // Largest is the size of the key's largest array at the cut, 0 when it
 // holds none or is gone.
 func (w *Walked) Largest() uint64 { return w.largest }

@@ -26,13 +26,13 @@ func (c *Cut) walkOrder() (pages[dirtyKey], error) {
 	var keys, out pages[dirtyKey]
 	for dk := range c.pending {
 		if keys.Len()%orderCheck == 0 && c.aborted.Load() {
-			return out, ErrCutAborted
+			return pages[dirtyKey]{}, ErrCutAborted
 		}
 		keys.add(dk)
 	}
 	for _, b := range c.fresh.bs {
 		if c.aborted.Load() {
-			return out, ErrCutAborted
+			return pages[dirtyKey]{}, ErrCutAborted
 		}
 		for _, dk := range b {
 			keys.add(dk)
@@ -41,7 +41,7 @@ func (c *Cut) walkOrder() (pages[dirtyKey], error) {
 	runs := make([]merge.Run, 0, len(keys.ps))
 	for i, p := range keys.ps {
 		if c.aborted.Load() {
-			return out, ErrCutAborted
+			return pages[dirtyKey]{}, ErrCutAborted
 		}
 		slices.SortFunc(p, chunkOrder)
 		runs = append(runs, merge.Run{Next: i * blockLen, End: i*blockLen + len(p)})
@@ -59,7 +59,7 @@ func (c *Cut) walkOrder() (pages[dirtyKey], error) {
 		return true
 	})
 	if aborted {
-		return out, ErrCutAborted
+		return pages[dirtyKey]{}, ErrCutAborted
 	}
 	return out, nil
 }

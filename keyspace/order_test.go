@@ -47,3 +47,39 @@ func TestWalkOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOrderPages: distinct keys filling whole pages exactly, one key
+// past, and two pages, from the record's map alone, its fresh list
+// alone, and both at once (each key twice): each comes out once, in
+// chunk order.
+func TestWalkOrderPages(t *testing.T) {
+	for _, n := range []int{blockLen, blockLen + 1, 2 * blockLen} {
+		for _, where := range []string{"pending", "fresh", "both"} {
+			c := &Cut{pending: map[dirtyKey]change{}}
+			var want []dirtyKey
+			for i := range n {
+				dk := dirtyKey{db: uint8(i % 2), key: "k" + strconv.Itoa(i)}
+				want = append(want, dk)
+				if where != "fresh" {
+					c.pending[dk] = whole
+				}
+				if where != "pending" {
+					c.fresh.add(dk)
+				}
+			}
+			slices.SortFunc(want, chunkOrder)
+			order, err := c.walkOrder()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if order.Len() != n {
+				t.Fatalf("%d keys in %s: %d in the order", n, where, order.Len())
+			}
+			for i := range n {
+				if *order.at(i) != want[i] {
+					t.Fatalf("%d keys in %s: key %d is %v, want %v", n, where, i, *order.at(i), want[i])
+				}
+			}
+		}
+	}
+}

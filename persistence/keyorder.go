@@ -7,21 +7,14 @@ import (
 	"github.com/bfserver/bfserver/keyspace"
 )
 
-// walked is the keys a cut walked, in the walk's order, indexed:
-// keyspace.WalkedKeys (kept in pages, never one slice of them all).
-type walked interface {
-	Len() int
-	At(i int) *keyspace.Walked
-}
-
 // inKeyOrder calls fn with each of keys in metadata order (database, then
 // key) until fn returns false. A cut's walk leaves its keys in chunk
 // order (database, key length, key), so the keys of one database and one
 // length are already in key order: merging those runs costs n·log(runs)
 // comparisons and no copy, where sorting a million keys took a second of
 // CPU beside Apply at every snapshot of a node of small filters. Keys in
-// any other order are visited through a sorted index.
-func inKeyOrder(keys walked, fn func(*keyspace.Walked) bool) {
+// any other order (none a walk gives) are visited through a sorted index.
+func inKeyOrder(keys *keyspace.WalkedKeys, fn func(*keyspace.Walked) bool) {
 	n := keys.Len()
 	if !inChunkOrder(keys) {
 		idx := make([]int32, n)
@@ -44,10 +37,16 @@ func inKeyOrder(keys walked, fn func(*keyspace.Walked) bool) {
 		db := keys.At(lo).DB
 		runs = runs[:0]
 		hi := lo
-		for hi < n && keys.At(hi).DB == db {
+		for hi < n {
+			head := keys.At(hi)
+			if head.DB != db {
+				break
+			}
 			end := hi + 1
-			for end < n && keys.At(end).DB == db && len(keys.At(end).Key) == len(keys.At(hi).Key) {
-				end++
+			for ; end < n; end++ {
+				if e := keys.At(end); e.DB != db || len(e.Key) != len(head.Key) {
+					break
+				}
 			}
 			runs = append(runs, merge.Run{Next: hi, End: end})
 			hi = end
@@ -61,7 +60,7 @@ func inKeyOrder(keys walked, fn func(*keyspace.Walked) bool) {
 }
 
 // inChunkOrder reports whether keys are in the walk's order, strictly.
-func inChunkOrder(keys walked) bool {
+func inChunkOrder(keys *keyspace.WalkedKeys) bool {
 	for i := 1; i < keys.Len(); i++ {
 		a, b := keys.At(i-1), keys.At(i)
 		switch {

@@ -38,12 +38,6 @@ func walkedKeys(r *rand.Rand, n int) []keyspace.Walked {
 	return keys
 }
 
-// walkedSlice is a slice of walked keys as inKeyOrder takes them.
-type walkedSlice []keyspace.Walked
-
-func (w walkedSlice) Len() int                  { return len(w) }
-func (w walkedSlice) At(i int) *keyspace.Walked { return &w[i] }
-
 // sortByKey sorts keys in metadata order, as one sort would.
 func sortByKey(keys []keyspace.Walked) {
 	slices.SortFunc(keys, func(a, b keyspace.Walked) int { return byKey(&a, &b) })
@@ -52,7 +46,7 @@ func sortByKey(keys []keyspace.Walked) {
 // collect returns the keys inKeyOrder gives, as "db:key", up to stop.
 func collect(keys []keyspace.Walked, stop int) []string {
 	var out []string
-	inKeyOrder(walkedSlice(keys), func(w *keyspace.Walked) bool {
+	inKeyOrder(keyspace.WalkedKeysOf(keys...), func(w *keyspace.Walked) bool {
 		if len(out) == stop {
 			return false
 		}
@@ -92,6 +86,9 @@ func TestInKeyOrder(t *testing.T) {
 			if got := collect(slices.Clone(keys), n/2); !slices.Equal(got, want[:n/2]) {
 				t.Fatalf("n=%d: stopping after %d gave %d keys, or others", n, n/2, len(got))
 			}
+			if got := collect(shuffled, n/2); !slices.Equal(got, want[:n/2]) {
+				t.Fatalf("n=%d, out of the walk's order: stopping after %d gave %d keys, or others", n, n/2, len(got))
+			}
 		}
 	}
 }
@@ -100,9 +97,10 @@ func TestInKeyOrder(t *testing.T) {
 func BenchmarkKeyOrder(b *testing.B) {
 	keys := walkedKeys(rand.New(rand.NewPCG(1, 2)), 1_000_000)
 	b.Run("merge", func(b *testing.B) {
+		walked := keyspace.WalkedKeysOf(keys...)
 		for b.Loop() {
 			n := 0
-			inKeyOrder(walkedSlice(keys), func(*keyspace.Walked) bool { n++; return true })
+			inKeyOrder(walked, func(*keyspace.Walked) bool { n++; return true })
 		}
 	})
 	b.Run("sort", func(b *testing.B) {
