@@ -158,6 +158,33 @@ func TestClientPauseHoldsWrites(t *testing.T) {
 	}
 }
 
+// TestMonitorFromItsOK: a command another client runs once MONITOR's +OK
+// has arrived is in the monitor's feed, as in Redis, which adds the
+// monitor before it replies. Each round is a new monitor; a command on
+// another loop just after the +OK was missed when the monitor was added
+// after its writer had sent the +OK.
+func TestMonitorFromItsOK(t *testing.T) {
+	srv := startServer(t, nil)
+	cl := dial(t, srv)
+	for i := range 200 {
+		mon := dial(t, srv)
+		if got := mon.run(t, "MONITOR"); got != "+OK\r\n" {
+			t.Fatal(got)
+		}
+		arg := "round-" + strconv.Itoa(i)
+		cl.run(t, "PING", arg)
+		mon.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := golden.ReadFrame(mon.r)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if !strings.HasSuffix(string(got), `"PING" "`+arg+"\"\r\n") {
+			t.Fatalf("round %d: the monitor's first line is %q, want the PING %s", i, got, arg)
+		}
+		mon.c.Close()
+	}
+}
+
 // TestMonitorLines: a monitor sees the commands other clients ran, after
 // they ran, in Redis's format: secrets redacted, admin commands and
 // refused commands left out, EXEC's commands before EXEC; it may not

@@ -215,9 +215,17 @@ func cmdMonitor(s *session, a [][]byte) {
 	s.w.Buf = s.w.Buf[:0]
 	s.adm.quiet = -1
 	s.adm.mon = o
-	go o.run()
-	o.wake <- struct{}{}
+	// Registered before the +OK can go out, as Redis adds a monitor
+	// before it replies: a client that reads the +OK and then has another
+	// connection run a command sees that command. Registered after the
+	// writer started, a command run in between (on another loop) was
+	// missed (TestMonitorLines, once in CI).
 	s.srv.adm.monitors.add(o)
+	go o.run()
+	select {
+	case o.wake <- struct{}{}:
+	default: // a line fed since add woke it already
+	}
 	s.publish()
 }
 
