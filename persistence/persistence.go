@@ -37,6 +37,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -773,6 +774,10 @@ func (c *crcWriter) Write(p []byte) {
 	c.w.Write(p) // its error sticks: Flush reports it
 }
 
+// streamYield is how many bytes of values Stream writes between its
+// yields to other goroutines: a few hundred microseconds' work.
+const streamYield = 1 << 20
+
 // Stream writes the frozen image, in the current version.
 func (s *Snapshot) Stream(w io.Writer) error {
 	it, err := s.snap.NewIter(nil)
@@ -783,9 +788,18 @@ func (s *Snapshot) Stream(w io.Writer) error {
 	cw := &crcWriter{w: bufio.NewWriterSize(w, 1<<20)}
 	cw.Write([]byte(snapMagic))
 	var hdr [binary.MaxVarintLen64]byte
+	var since int
 	for it.First(); it.Valid(); it.Next() {
 		if isBaseKey(it.Key()) {
 			continue
+		}
+		// The stream never blocks while the sink's buffer has room, so it
+		// would keep its P for the runtime's whole time slice (10 ms) each
+		// time: goroutines it readies, and the writes they carry, waited
+		// behind it.
+		if since += len(it.Value()); since >= streamYield {
+			since = 0
+			runtime.Gosched()
 		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {
 			n := binary.PutUvarint(hdr[:], uint64(len(part)))
