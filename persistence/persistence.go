@@ -794,9 +794,10 @@ func (s *Snapshot) Stream(w io.Writer) error {
 			continue
 		}
 		// The stream never blocks while the sink's buffer has room, so it
-		// would keep its P for the runtime's whole time slice (10 ms) each
-		// time: goroutines it readies, and the writes they carry, waited
-		// behind it.
+		// kept its P for the runtime's whole time slice (10 ms) each time:
+		// with the other P busy too (the collector's worker), the event
+		// loops, Raft and the state machine, made runnable meanwhile, and
+		// the writes they carry, waited behind it.
 		if since += len(it.Value()); since >= streamYield {
 			since = 0
 			runtime.Gosched()
