@@ -69,6 +69,11 @@ func (l blocks[T]) then(m blocks[T]) blocks[T] {
 // assisting for 226 ms in that one allocation, holding one of the two Ps
 // while the collector's worker took the other, and writes waited. A page
 // is at most a few hundred kilobytes.
+//
+// It is not blocks: a list of blocks joins another without copying
+// (then, which Restore needs for a million fresh keys), so its blocks are
+// not all full and it cannot be indexed; pages are all full but the last,
+// and cannot be joined without copying.
 type pages[T any] struct {
 	ps [][]T
 	n  int

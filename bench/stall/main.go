@@ -464,7 +464,6 @@ type diskProbe struct {
 	lat  []time.Duration
 	at   []time.Time
 	err  error
-	path string
 }
 
 func startDiskProbe() *diskProbe {
@@ -475,10 +474,9 @@ func startDiskProbe() *diskProbe {
 		close(d.done)
 		return d
 	}
-	d.path = f.Name()
 	go func() {
 		defer close(d.done)
-		defer os.Remove(d.path)
+		defer os.Remove(f.Name())
 		defer f.Close()
 		rec := make([]byte, 200)
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -519,14 +517,14 @@ func (d *diskProbe) report(since time.Time) string {
 	if d.err != nil {
 		return fmt.Sprintf("disk probe failed: %v", d.err)
 	}
-	var worst int
+	if len(d.lat) == 0 {
+		return "disk probe: no syncs"
+	}
+	worst := 0
 	for i, l := range d.lat {
 		if l > d.lat[worst] {
 			worst = i
 		}
-	}
-	if len(d.lat) == 0 {
-		return "disk probe: no syncs"
 	}
 	return fmt.Sprintf("disk probe (this tool's 200-byte append + fdatasync every 10 ms, same filesystem): %d syncs, longest %.1f ms at +%.2f s, p99.9 %.2f ms, p50 %.3f ms",
 		len(d.lat), ms(d.lat[worst]), d.at[worst].Sub(since).Seconds(), ms(quantile(d.lat, 0.999)), ms(quantile(d.lat, 0.5)))
