@@ -7,18 +7,19 @@
 // changed for the durable image, LoadValue/LoadChunk rebuild from it;
 // EncodeDump and RESTORE speak Redis's DUMP format.
 //
-// State and locks: each database's map is guarded by an RWMutex taken only
-// for lookups and map changes; filters protect their own contents. Apply
-// must run on one goroutine at a time; Read may run beside it. The apply
-// side keeps two one-entry memories that only it touches: the value it
-// looked up last (forgotten on every change to a key table) and the key
-// it last recorded as changed (forgotten when the record is taken). A log
-// entry's hundreds of writes to one filter then hash its key once, not
-// four or five times each.
+// State and locks: each database's key table (keytable.go) is guarded by
+// an RWMutex taken only for lookups and table changes; filters protect
+// their own contents. Apply must run on one goroutine at a time; Read may
+// run beside it. The apply side keeps two one-entry memories that only it
+// touches: the value it looked up last (forgotten on every change to a
+// key table) and the key it last recorded as changed (forgotten when the
+// record is taken). A log entry's hundreds of writes to one filter then
+// hash its key once, not four or five times each.
 //
 // Trade-offs: Apply is a pure function of the command sequence: time comes
 // from the command (stamped by the receiving node), configuration and caps
-// too, and nothing draws randomness. SCAN's cursor is a position in sorted
-// key order (simple, and stable across replicas) rather than Redis's hash
-// cursor.
+// too, and nothing draws randomness (a key table's hash seed is random, as
+// a Go map's is, and decides only where a key sits). SCAN's cursor is a
+// position in sorted key order (simple, and stable across replicas)
+// rather than Redis's hash cursor.
 package keyspace

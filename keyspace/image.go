@@ -412,10 +412,10 @@ func (c *Cut) capture(dk dirtyKey, byApply bool) *CutKey {
 		v = sv
 		delete(c.stash, dk)
 	} else if byApply {
-		v = d.keys[dk.key]
+		v = d.keys.get(dk.key)
 	} else {
 		d.mu.RLock()
-		v = d.keys[dk.key]
+		v = d.keys.get(dk.key)
 		d.mu.RUnlock()
 	}
 	if len(c.slab) == cap(c.slab) {
@@ -512,7 +512,7 @@ func (c *Cut) beforeDB(dbi uint8) {
 		if c.stash == nil {
 			c.stash = map[dirtyKey]*Value{}
 		}
-		c.stash[dk] = keys[dk.key]
+		c.stash[dk] = keys.get(dk.key)
 	}
 	for dk := range c.pending {
 		put(dk)
@@ -542,7 +542,7 @@ func (k *Keyspace) hold(dbi uint8, key []byte, v *Value) {
 
 func (k *Keyspace) holdKey(dbi uint8, key string) {
 	if c := k.cutting.Load(); c != nil {
-		c.before(dbi, key, k.db(dbi).keys[key])
+		c.before(dbi, key, k.db(dbi).keys.get(key))
 	}
 }
 
@@ -902,7 +902,7 @@ func (k *Keyspace) LoadTarget(dbi uint8, key string, part uint32) []byte {
 // a keyspace being loaded.
 func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uint64)) {
 	for i := range k.dbs {
-		for key, v := range k.dbs[i].keys {
+		for key, v := range k.dbs[i].keys.all() {
 			eachPart(v, func(part uint32, size uint64, _ *engine.Dirty, _ func([]byte, uint64)) { fn(uint8(i), key, part, size) })
 		}
 	}
@@ -914,7 +914,7 @@ func (k *Keyspace) EachArray(fn func(db uint8, key string, part uint32, size uin
 func (k *Keyspace) ForgetChanges() {
 	on := k.watch.on.Load()
 	for i := range k.dbs {
-		for _, v := range k.dbs[i].keys {
+		for _, v := range k.dbs[i].keys.all() {
 			if !on {
 				v.setStamp(0) // versions stored before tracking began mean nothing; ver is the record's
 			}

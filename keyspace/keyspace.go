@@ -105,7 +105,7 @@ func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <
 
 type db struct {
 	mu   sync.RWMutex // guards keys, ttl and every Value's ExpireAt and ver
-	keys map[string]*Value
+	keys keyTable
 	// ttl holds the keys whose value has an expiry, as Redis's expires
 	// dict does, so that active expiry (Due) looks at those only: a scan
 	// of every key held the read lock, and with it every write, for tens
@@ -224,7 +224,7 @@ type dirtyKey struct {
 func New() *Keyspace {
 	k := &Keyspace{}
 	for i := range k.dbs {
-		k.dbs[i].keys = make(map[string]*Value)
+		k.dbs[i].keys = newKeyTable()
 	}
 	return k
 }
@@ -268,7 +268,7 @@ func (k *Keyspace) db(i uint8) *db {
 
 // lookup returns a live value as of now; an expired one is not returned.
 func (d *db) lookup(key []byte, now int64) *Value {
-	v := d.keys[string(key)]
+	v := d.keys.getBytes(key)
 	if v == nil || v.expired(now) {
 		return nil
 	}
@@ -408,7 +408,7 @@ func (k *Keyspace) unmark() {
 		c.captureStash()
 		c.freeze.Unlock()
 		for dk := range c.fresh.all() {
-			c.before(dk.db, dk.key, k.db(dk.db).keys[dk.key])
+			c.before(dk.db, dk.key, k.db(dk.db).keys.get(dk.key))
 		}
 		// The walk reads marks under the freeze's lock until on is set.
 		c.freeze.Lock()
@@ -424,7 +424,7 @@ func (k *Keyspace) unmark() {
 	for i := range k.dbs {
 		d := &k.dbs[i]
 		d.mu.Lock()
-		for _, v := range d.keys {
+		for _, v := range d.keys.all() {
 			v.setStamp(0)
 		}
 		d.mu.Unlock()
@@ -437,7 +437,7 @@ func (k *Keyspace) get(dbi uint8, key []byte) *Value {
 	if k.hotSet && k.hotDB == dbi && string(k.hotKey) == string(key) {
 		return k.hot
 	}
-	v := k.db(dbi).keys[string(key)]
+	v := k.db(dbi).keys.getBytes(key)
 	k.hold(dbi, key, v)
 	k.remember(dbi, key, v)
 	return v
@@ -480,7 +480,7 @@ func (k *Keyspace) put(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
 	k.holdKey(dbi, key)
 	d.mu.Lock()
-	d.keys[key] = v
+	d.keys.set(key, v)
 	d.track(key, v)
 	d.mu.Unlock()
 	k.forget()
@@ -492,8 +492,7 @@ func (k *Keyspace) remove(dbi uint8, key string) bool {
 	k.holdKey(dbi, key)
 	k.forget()
 	d.mu.Lock()
-	_, ok := d.keys[key]
-	delete(d.keys, key)
+	ok := d.keys.del(key)
 	d.track(key, nil)
 	d.mu.Unlock()
 	if ok {
@@ -676,10 +675,10 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	k.forget()
 	d.mu.Lock()
 	old := d.keys
-	d.keys, d.ttl = make(map[string]*Value), nil
+	d.keys, d.ttl = newKeyTable(), nil
 	d.mu.Unlock()
 	var stamp uint64
-	for key, v := range old {
+	for key, v := range old.all() {
 		key = k.recordKey(v, key) // the map's key, perhaps v's own
 		k.removed(dbi, key)
 		if k.watch.on.Load() && !v.expired(now) {
@@ -750,9 +749,9 @@ func (k *Keyspace) rename(c *command.Cmd) Result {
 	d := k.db(c.DB)
 	k.forget()
 	d.mu.Lock()
-	delete(d.keys, string(c.Key))
+	d.keys.del(string(c.Key))
 	d.track(string(c.Key), nil)
-	d.keys[string(c.Dst)] = v
+	d.keys.set(string(c.Dst), v)
 	d.track(string(c.Dst), v)
 	if !k.watch.on.Load() {
 		v.setStamp(0) // a mark names the key it was made for (recorded)
@@ -838,9 +837,9 @@ func (k *Keyspace) Count(dbi uint8, now int64) (keys, expires int) {
 	defer d.mu.RUnlock()
 	// Only a key with an expiry can have expired: count those (ttl), not
 	// every key.
-	keys = len(d.keys)
+	keys = d.keys.len()
 	for key := range d.ttl {
-		if v := d.keys[key]; v != nil && v.expired(now) {
+		if v := d.keys.get(key); v != nil && v.expired(now) {
 			keys--
 		} else if v != nil {
 			expires++
@@ -858,7 +857,7 @@ func (k *Keyspace) countBytes() uint64 {
 	for i := range k.dbs {
 		d := &k.dbs[i]
 		d.mu.RLock()
-		for _, v := range d.keys {
+		for _, v := range d.keys.all() {
 			n += MemoryUsage(v)
 		}
 		d.mu.RUnlock()
@@ -877,7 +876,7 @@ func (k *Keyspace) Due(dbi uint8, now int64, max int) [][]byte {
 		if len(out) >= max {
 			break
 		}
-		if v := d.keys[key]; v != nil && v.expired(now) {
+		if v := d.keys.get(key); v != nil && v.expired(now) {
 			out = append(out, []byte(key))
 		}
 	}
@@ -889,10 +888,10 @@ func (k *Keyspace) Put(dbi uint8, key string, v *Value) {
 	d := k.db(dbi)
 	k.forget()
 	d.mu.Lock()
-	if old := d.keys[key]; old != nil {
+	if old := d.keys.get(key); old != nil {
 		k.bytes.Add(-int64(MemoryUsage(old)))
 	}
-	d.keys[key] = v
+	d.keys.set(key, v)
 	d.track(key, v)
 	d.mu.Unlock()
 	k.bytes.Add(int64(MemoryUsage(v)))
@@ -904,13 +903,13 @@ func (k *Keyspace) Range(dbi uint8, fn func(key string, v *Value) bool) {
 	d := k.db(dbi)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	keys := make([]string, 0, len(d.keys))
-	for key := range d.keys {
+	keys := make([]string, 0, d.keys.len())
+	for key := range d.keys.all() {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		if !fn(key, d.keys[key]) {
+		if !fn(key, d.keys.get(key)) {
 			return
 		}
 	}

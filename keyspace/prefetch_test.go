@@ -43,7 +43,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			t.Fatalf("command %d (%v): %+v without prefetch, %+v with", i, c.Op, a, b)
 		}
 		if i >= 2 {
-			if fetched.db(0).keys["missing"] != nil || fetched.db(0).keys["gone"] == nil {
+			if fetched.db(0).keys.get("missing") != nil || fetched.db(0).keys.get("gone") == nil {
 				t.Fatal("Prefetch created or removed a key")
 			}
 		}
@@ -84,7 +84,7 @@ func TestPrefetchExistsChangesNothing(t *testing.T) {
 	if digests() != before {
 		t.Fatal("PrefetchExists changed a filter")
 	}
-	if k.db(0).keys["missing"] != nil || k.db(0).keys["gone"] == nil || len(k.db(0).keys) != 4 {
+	if k.db(0).keys.get("missing") != nil || k.db(0).keys.get("gone") == nil || k.db(0).keys.len() != 4 {
 		t.Fatal("PrefetchExists created or removed a key")
 	}
 	for _, key := range []string{"bf", "cf"} {

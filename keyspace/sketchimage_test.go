@@ -399,7 +399,7 @@ func FuzzLoadChunks(f *testing.F) {
 			records = records[f[2]:]
 		}
 		k.ForgetChanges()
-		v := k.db(0).keys["x"]
+		v := k.db(0).keys.get("x")
 		v.ExpireAt = 0 // for the lookups and writes below
 		if sk := v.Sketch(); sk != nil && sk.Bytes() > maxBytes+4096 {
 			t.Fatalf("loaded %d bytes past the cap", sk.Bytes())

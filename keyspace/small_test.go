@@ -63,7 +63,7 @@ func TestSmallFilterLayout(t *testing.T) {
 	}
 	// The key table files it under the entry's own copy of the key.
 	var filed string
-	for key := range k.db(0).keys {
+	for key := range k.db(0).keys.all() {
 		if key == string(keys[0]) {
 			filed = key
 		}
@@ -88,7 +88,7 @@ func TestSmallFilterLayout(t *testing.T) {
 		if lv == nil {
 			t.Fatalf("the %d-byte key is not found", n)
 		}
-		for filed := range k.db(0).keys {
+		for filed := range k.db(0).keys.all() {
 			if filed == string(key) && keyInside(lv, filed) != (n <= 32) {
 				t.Fatalf("%d-byte key: held in its entry %v", n, keyInside(lv, filed))
 			}
@@ -283,7 +283,7 @@ func TestLoadedSmallFilterLayout(t *testing.T) {
 			t.Errorf("%s: loaded with expiry %d kind %v, stored %d", key, v.ExpireAt, v.Kind, want.ExpireAt)
 		}
 		var filed string
-		for k := range dst.db(0).keys {
+		for k := range dst.db(0).keys.all() {
 			if k == key {
 				filed = k
 			}

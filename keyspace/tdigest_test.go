@@ -309,7 +309,7 @@ func FuzzLoadValue(f *testing.F) {
 		if k.LoadValue(0, "x", meta, 1<<16) != nil {
 			return
 		}
-		v := k.db(0).keys["x"]
+		v := k.db(0).keys.get("x")
 		if v.Sketch() != nil {
 			if v.Sketch().Bytes() > 1<<17 {
 				t.Fatalf("loaded %d bytes past the cap", v.Sketch().Bytes())
