@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,5 +191,48 @@ func TestDataDirInUse(t *testing.T) {
 	}
 	if got, err := c.Do(ctx, "BF.EXISTS", "f", "kept").Int(); err != nil || got != 1 {
 		t.Fatalf("the running node after the second start: BF.EXISTS = %d, %v", got, err)
+	}
+}
+
+// TestSnapshotIsAReference: a node's own snapshot refers to its image
+// instead of copying it (docs/STORAGE.md, Snapshots), so a node whose
+// image is gone while its snapshot says its state reached past it must
+// not start: it would answer "not found" for what it acknowledged. It
+// refuses, naming the way out, and serves nothing.
+func TestSnapshotIsAReference(t *testing.T) {
+	n := start(t)
+	c := n.client(2)
+	defer c.Close()
+	ctx := context.Background()
+	for i := range 50 {
+		if err := c.Do(ctx, "BF.ADD", "f"+strconv.Itoa(i), "kept").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Do(ctx, "SAVE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := filepath.Glob(filepath.Join(n.dataDir, "snapshots", "snapshots", "*", "state.bin"))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no stored snapshot after SAVE (%v)", err)
+	}
+	for _, s := range snaps {
+		if b, err := os.ReadFile(s); err != nil || !strings.HasPrefix(string(b), "bfsnapR\n") || len(b) > 100 {
+			t.Fatalf("%s holds %d bytes (%v), not a reference", s, len(b), err)
+		}
+	}
+	n.kill()
+	if err := os.RemoveAll(filepath.Join(n.dataDir, "image")); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	addr := freeAddr(t)
+	out, err := exec.CommandContext(ctx2, binary, "--addr", addr, "--raft-addr", freeAddr(t), "--data-dir", n.dataDir).CombinedOutput()
+	if err == nil || ctx2.Err() != nil {
+		t.Fatalf("a node whose image is gone: %v (timed out: %v); output:\n%s", err, ctx2.Err() != nil, out)
+	}
+	if want := "the image is behind this node's snapshot"; !strings.Contains(string(out), want) {
+		t.Fatalf("its error does not say %q:\n%s", want, out)
 	}
 }

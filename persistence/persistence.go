@@ -756,6 +756,12 @@ func (s *Store) NewSnapshot() *Snapshot { return &Snapshot{snap: s.db.NewSnapsho
 // Close releases the view.
 func (s *Snapshot) Close() error { return s.snap.Close() }
 
+// Applied is the log index the frozen image covers (0 if none).
+func (s *Snapshot) Applied() (uint64, error) {
+	v, _, err := getIndex(s.snap, appliedKey)
+	return v, err
+}
+
 // WriteSnapshot streams a point-in-time copy of the whole image.
 func (s *Store) WriteSnapshot(w io.Writer) error {
 	snap := s.NewSnapshot()
@@ -763,15 +769,19 @@ func (s *Store) WriteSnapshot(w io.Writer) error {
 	return snap.Stream(w)
 }
 
-// crcWriter sums what passes through it on its way to a buffered writer.
+// crcWriter sums what passes through it on its way to a buffered writer,
+// and keeps the first error.
 type crcWriter struct {
 	w   *bufio.Writer
 	crc uint32
+	err error
 }
 
 func (c *crcWriter) Write(p []byte) {
 	c.crc = crc32.Update(c.crc, castagnoli, p)
-	c.w.Write(p) // its error sticks: Flush reports it
+	if _, err := c.w.Write(p); err != nil && c.err == nil {
+		c.err = err
+	}
 }
 
 // streamYield is how many bytes of values Stream writes between its
@@ -800,6 +810,11 @@ func (s *Snapshot) Stream(w io.Writer) error {
 		// the writes they carry, waited behind it.
 		if since += len(it.Value()); since >= streamYield {
 			since = 0
+			// A reader gone (a follower's connection, a stream closed
+			// early) ends the walk, not the end of the image.
+			if cw.err != nil {
+				return cw.err
+			}
 			runtime.Gosched()
 		}
 		for _, part := range [][]byte{it.Key(), it.Value()} {

@@ -209,3 +209,54 @@ func FuzzReadSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// failAfter takes n bytes, then fails every write.
+type failAfter struct{ n, took int }
+
+var errGone = errors.New("reader gone")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.took+len(p) > f.n {
+		return 0, errGone
+	}
+	f.took += len(p)
+	return len(p), nil
+}
+
+// TestSnapshotStreamWriterGone: a stream whose reader is gone (a
+// follower's connection, a reference stream closed early) ends with the
+// writer's error (Stream checks it every MiB of values, so as not to walk
+// the rest of the image first); a view's applied index is the image's.
+func TestSnapshotStreamWriterGone(t *testing.T) {
+	src := openMem(t)
+	k := keyspace.New()
+	k.TrackChanges()
+	// A filter of about 12 MiB of bits: 12 MiB of values or so in chunks.
+	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items("i", 10), Multi: true, ErrorRate: 0.0001, Capacity: 5_000_000, Expansion: 2, MaxBytes: 1 << 30})
+	if err := write(src, k, nil, 9); err != nil {
+		t.Fatal(err)
+	}
+	snap := src.NewSnapshot()
+	defer snap.Close()
+	if at, err := snap.Applied(); err != nil || at != 9 {
+		t.Fatalf("the view's applied index: %d, %v", at, err)
+	}
+	var all countingWriter
+	if err := snap.Stream(&all); err != nil {
+		t.Fatal(err)
+	}
+	if all < 4<<20 {
+		t.Fatalf("the image streams %d bytes, want a test image of several MiB", all)
+	}
+	w := &failAfter{n: 1 << 20}
+	if err := snap.Stream(w); !errors.Is(err, errGone) {
+		t.Fatalf("a stream into a failing writer: %v, want its error", err)
+	}
+}
+
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}

@@ -95,16 +95,12 @@ func TestFlushBesideApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sink := &memSink{}
-			if err := snap.Persist(sink); err != nil {
-				t.Fatal(err)
-			}
-			snap.Release()
+			stream := persist(t, f, snap)
 			dst, err := persistence.Open(persistence.Options{Dir: "/snap", InMemory: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := dst.ReadSnapshot(&sink.Buffer); err != nil {
+			if err := dst.ReadSnapshot(stream); err != nil {
 				t.Fatal(err)
 			}
 			ks, at, err := dst.Load()

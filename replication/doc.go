@@ -37,16 +37,17 @@
 // off). Follower leases make each write wait for a round trip to the
 // followers that hold them (Options.NoFollowerLease turns those off).
 // The image is flushed every FlushInterval (30 s by default) and before
-// snapshots, so restart replays at most that much log; snapshots copy the
-// whole image (simple and atomic, costly for very large data sets). A
-// snapshot's image write runs in Persist, not in the state machine's call,
-// so Apply goes on meanwhile; cutMu and then flushMu, held from the call
-// to that write, keep later flushes behind it, and a flush still walking
-// its cut when Raft asks for a snapshot is given up for the snapshot's. A snapshot stream ends with a checksum
-// of its writer's (persistence); Restore refuses one that fails it before
-// anything is swapped in, does not count it as a disk fault, and removes
-// the stored copy (snapstore.go), so Raft tells the leader, which sends it
-// again. The
-// state machine prefetches the filter bits of the commands a few places
-// ahead of the one it applies (keyspace.Prefetch).
+// snapshots, so restart replays at most that much log. A snapshot is
+// that write and a reference to the image, which is streamed from a
+// frozen view of it only when a follower needs it (snapstore.go). A
+// snapshot's image write runs in Persist, not in the state machine's
+// call, so Apply goes on meanwhile; cutMu and then flushMu, held from the
+// call to that write, keep later flushes behind it, and a flush still
+// walking its cut when Raft asks for a snapshot is given up for the
+// snapshot's. A snapshot stream ends with a checksum of its writer's
+// (persistence); Restore refuses one that fails it before anything is
+// swapped in, does not count it as a disk fault, and removes the stored
+// copy (snapstore.go), so Raft tells the leader, which sends it again.
+// The state machine prefetches the filter bits of the commands a few
+// places ahead of the one it applies (keyspace.Prefetch).
 package replication

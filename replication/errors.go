@@ -38,6 +38,13 @@ var (
 	// an absolute path elsewhere, a link leading out), or in the data
 	// directory.
 	ErrBackupPath = errors.New("the path must name a file inside the backup directory (--backup-dir)")
+	// errImageBehind: a snapshot of this node's own refers to its image
+	// (snapshotStore), and the image is behind the snapshot's index: the
+	// state the snapshot stands for is not on this node.
+	errImageBehind = errors.New("the image is behind this node's snapshot that refers to it: wipe the node's data directory and let it rejoin, or restore a backup (docs/OPERATIONS.md)")
+	// errClosed ends a reference snapshot's stream (refStream) when its
+	// reader is closed before the end.
+	errClosed = errors.New("snapshot stream closed")
 	// ErrNodeID: the node id given is not the one the data directory
 	// records (its node-id file): a data directory belongs to one member.
 	ErrNodeID = errors.New("replication: the data directory belongs to another node id")

@@ -32,7 +32,9 @@ import (
 // commits (taken before cutMu is let go), so an older table can never land
 // after a newer one, and a cut can be walked while the one before commits.
 type fsm struct {
-	mu sync.Mutex
+	// self is this node's id, which its snapshots name (reference).
+	self string
+	mu   sync.Mutex
 	// cutMu is held while a cut is open (taken and not yet written);
 	// flushMu from then until its table is committed.
 	cutMu, flushMu sync.Mutex
@@ -396,7 +398,13 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 		}
 	}
 	f.mu.Lock()
-	f.voters = voters
+	// An entry the image covers is delivered again after a start or an
+	// install (the image may be past Raft's snapshot): the image's list
+	// is as of its index, and an older one, were it flushed meanwhile,
+	// could let replayTail take this node for the only voter.
+	if index > f.persisted {
+		f.voters = voters
+	}
 	f.mu.Unlock()
 	if f.halt.Load() == nil && index > f.applied.Load() {
 		f.setApplied(index)
@@ -724,11 +732,9 @@ type snapshot struct {
 
 	once sync.Once
 	err  error
-	snap *persistence.Snapshot // the image frozen at the cut
 }
 
-// write writes and commits the cut's table, freezes the image and lets
-// the next flush go. Persist calls it first; Release calls it too, so that the
+// write writes and commits the cut's table and lets the next flush go. Persist calls it first; Release calls it too, so that the
 // changes cut are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
@@ -744,9 +750,6 @@ func (s *snapshot) write() error {
 		s.f.cutMu.Unlock()
 		defer s.f.flushMu.Unlock()
 		s.err = s.f.commit(t, p)
-		if s.err == nil {
-			s.snap = s.f.store.NewSnapshot()
-		}
 	})
 	return s.err
 }
@@ -768,7 +771,17 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 			s.f.log.Info("compacted the image", "took", time.Since(began).Round(time.Millisecond))
 		}
 	}
-	if err := s.snap.Stream(sink); err != nil {
+	// The image now holds the snapshot's state durably: the snapshot
+	// refers to it (snapshotStore) instead of copying it. Raft's index
+	// for the snapshot is the state machine's applied one, so the image
+	// is at it; should that ever not hold, no reference is stored.
+	if is, ok := sink.(interface{ Index() uint64 }); ok {
+		if at, err := s.f.store.Applied(); err != nil || at < is.Index() {
+			sink.Cancel()
+			return fmt.Errorf("snapshot at index %d, image at %d (%v): %w", is.Index(), at, err, errImageBehind)
+		}
+	}
+	if _, err := sink.Write(reference(s.f.self)); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -841,9 +854,4 @@ func (t *logTally) avgEntry() uint64 {
 	return 0
 }
 
-func (s *snapshot) Release() {
-	s.write()
-	if s.snap != nil {
-		s.snap.Close()
-	}
-}
+func (s *snapshot) Release() { s.write() }

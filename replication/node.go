@@ -79,7 +79,7 @@ type Options struct {
 	FlushInterval time.Duration
 	// SnapshotThreshold is the number of log entries after which a snapshot
 	// lets the log be truncated, once they also hold a sixteenth of the
-	// filters' bytes (a snapshot copies the image; see snapshotDue).
+	// filters' bytes (see snapshotDue).
 	// Default 8192.
 	SnapshotThreshold uint64
 	// TrailingLogs is how many entries stay after a snapshot, so a briefly
@@ -475,25 +475,41 @@ func (n *Node) startRaft() error {
 	var err error
 	// Whatever the policy, the log is synced before the image moves past it.
 	n.fsm.syncLog = n.syncLog
+	n.fsm.self = o.NodeID
 	n.fsm.stages = &n.stages
 	n.fsm.onConfig = n.configured
 	n.fsm.onHalt = n.halted
 	n.fsm.onDisk = n.disk.report
-	if n.snaps, err = newSnapshotStore(filepath.Join(o.DataDir, "snapshots"), hl); err != nil {
+	if n.snaps, err = newSnapshotStore(filepath.Join(o.DataDir, "snapshots"), o.NodeID, func() imageView { return n.store.NewSnapshot() }, hl); err != nil {
 		return err
 	}
 	// A crash between storing a received snapshot and installing it leaves
-	// the image behind the snapshot: install it now, before the log replays.
-	// One whose stream is damaged (refused when it arrived, or since) is
-	// removed instead, the image left as it is: the leader sends another.
-	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > n.fsm.applied.Load() {
+	// the image behind the snapshot: install it now, before the log replays
+	// (Raft takes the newest snapshot's index as applied). One whose stream
+	// is damaged (refused when it arrived, or since) is removed instead,
+	// the image left as it is, and the next newest looked at: the leader
+	// sends another. One of this node's own that the image is behind
+	// (snapshotStore) refuses the start.
+	for removed := ""; ; {
+		metas, err := n.snaps.List()
+		if err != nil || len(metas) == 0 || metas[0].Index <= n.fsm.applied.Load() {
+			break
+		}
+		if metas[0].ID == removed {
+			return fmt.Errorf("snapshot %s: refused as damaged, and still stored", removed)
+		}
 		_, rc, err := n.snaps.Open(metas[0].ID)
 		if err != nil {
 			return err
 		}
-		if err := n.fsm.Restore(rc); err != nil && !errors.Is(err, persistence.ErrCorrupt) {
+		err = n.fsm.Restore(rc)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, persistence.ErrCorrupt) {
 			return fmt.Errorf("installing snapshot %s: %w", metas[0].ID, err)
 		}
+		removed = metas[0].ID
 	}
 	ln, err := listen(o.RaftAddr, o.TLS)
 	if err != nil {

@@ -394,8 +394,8 @@ func TestSnapshotAfterBulkLoad(t *testing.T) {
 	}
 }
 
-// TestSnapshotByCost: a snapshot copies the whole image, so entries past
-// the snapshot threshold are not enough while they hold less than a
+// TestSnapshotByCost: a follower that needs a snapshot is streamed the
+// whole image (snapshotDue), so entries past the snapshot threshold are not enough while they hold less than a
 // sixteenth of the filters' bytes; once they do, the node snapshots.
 func TestSnapshotByCost(t *testing.T) {
 	opts := Options{RaftAddr: freeAddr(t), RESPAddr: "127.0.0.1:1", DataDir: t.TempDir(), FlushInterval: time.Hour,

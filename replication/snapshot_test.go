@@ -156,23 +156,11 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 
 	_, trans := raft.NewInmemTransport("")
 	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
-	lstore, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	lstore, err := newSnapshotStore(t.TempDir(), "", func() imageView { return leader.store.NewSnapshot() }, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := lstore.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	_, rc, err := lstore.Open(sink.ID())
+	_, rc, err := lstore.Open(takeSnapshot(t, leader, lstore, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +170,7 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fstore, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	fstore, err := newSnapshotStore(t.TempDir(), "", nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,11 +249,173 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 	}
 }
 
+// storeStream stores data as the snapshot at index, as a follower's Raft
+// stores what a leader sends, and returns its id.
+func storeStream(t *testing.T, store *snapshotStore, index uint64, data []byte) string {
+	t.Helper()
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return sink.ID()
+}
+
+// takeSnapshot has f snapshot at index into store, as Raft does, and
+// returns the snapshot's id.
+func takeSnapshot(t *testing.T, f *fsm, store *snapshotStore, index uint64) string {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	return sink.ID()
+}
+
+// TestSnapshotRefersToImage: a snapshot the node takes stores a
+// reference to its image, not a copy (refMagic alone); opened, it streams
+// the image as it is then, at or past the snapshot's index, with the
+// size Raft sends ahead of it exact, and a follower installing that
+// stream holds the leader's state. A reference the image is behind is
+// refused, never streamed; a stream closed early lets its view go.
+func TestSnapshotRefersToImage(t *testing.T) {
+	add := func(f *fsm, index uint64, key string, n int) {
+		c := &command.Cmd{Op: command.BFAdd, Key: []byte(key), Multi: true, ErrorRate: 0.01, Capacity: 1000, Expansion: 2, MaxBytes: 1 << 20}
+		for i := range n {
+			c.Items = append(c.Items, []byte(key+strconv.Itoa(i)))
+		}
+		f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: command.EncodeBatch([]*command.Cmd{c})})
+	}
+	digest := func(f *fsm, key string) string { return keyspace.Digest(f.ks.Load().Lookup(0, []byte(key), 0)) }
+
+	leader := memFSM(t, nil)
+	leader.self = "n1"
+	views := 0
+	base := t.TempDir()
+	store, err := newSnapshotStore(base, "n1", func() imageView { views++; return leader.store.NewSnapshot() }, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("")
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
+	for i := range 5 {
+		add(leader, uint64(i+1), "k"+strconv.Itoa(i), 500)
+	}
+	id := takeSnapshot(t, leader, store, 5)
+	if b, err := os.ReadFile(filepath.Join(base, "snapshots", id, "state.bin")); err != nil || string(b) != refMagic+"n1" {
+		t.Fatalf("stored %q (%v), want the reference alone", b, err)
+	}
+	// The image moves on past the snapshot before a follower asks for it.
+	add(leader, 6, "late", 10)
+	if err := leader.flush(); err != nil {
+		t.Fatal(err)
+	}
+	meta, rc, err := store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if meta.Index != 5 || meta.Size != int64(len(stream)) {
+		t.Fatalf("meta index %d size %d, want 5 and the %d bytes streamed", meta.Index, meta.Size, len(stream))
+	}
+	var want bytes.Buffer
+	if err := leader.store.WriteSnapshot(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stream, want.Bytes()) {
+		t.Fatalf("streamed %d bytes, not the image's %d", len(stream), want.Len())
+	}
+	follower := memFSM(t, nil)
+	add(follower, 1, "other", 1)
+	if err := follower.Restore(io.NopCloser(bytes.NewReader(stream))); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k0", "k4", "late"} {
+		if got, want := digest(follower, key), digest(leader, key); got != want {
+			t.Fatalf("%s: installed digest %s, the leader's %s", key, got, want)
+		}
+	}
+	if follower.applied.Load() != 6 || follower.persisted != 6 {
+		t.Fatalf("installed at %d (persisted %d), want the image's 6: entries it covers are skipped", follower.applied.Load(), follower.persisted)
+	}
+
+	// Closed before its end: the writer stops and the view is let go.
+	_, rc, err = store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A reference past the image (index 100) is refused.
+	store100 := func(b []byte) string { return storeStream(t, store, 100, b) }
+	before := views
+	if _, _, err := store.Open(store100(reference("n1"))); !errors.Is(err, errImageBehind) {
+		t.Fatalf("opening a reference past the image: %v, want errImageBehind", err)
+	}
+	if views != before+1 {
+		t.Fatalf("%d views taken for the refused open", views-before)
+	}
+	// One naming another node (received from an older build that stored
+	// it) is a stream, which an install refuses as damaged.
+	_, rc, err = store.Open(store100(reference("n2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.Restore(rc); !errors.Is(err, persistence.ErrCorrupt) {
+		t.Fatalf("installing another node's reference: %v, want ErrCorrupt", err)
+	}
+	if views != before+1 {
+		t.Fatal("another node's reference was streamed from this image")
+	}
+	// A snapshot whose index the image has not reached is not stored as a
+	// reference (Persist).
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := store.Create(raft.SnapshotVersionMax, 200, 1, conf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); !errors.Is(err, errImageBehind) {
+		t.Fatalf("persisting past the image: %v, want errImageBehind", err)
+	}
+	snap.Release()
+}
+
 // TestSnapshotStreamPaced: the snapshot store asks for its stream to be
 // written back as it is written (pacedSink), and what it stores reads back
 // whole, in small writes or large ones.
 func TestSnapshotStreamPaced(t *testing.T) {
-	store, err := newSnapshotStore(t.TempDir(), hclog.NewNullLogger())
+	store, err := newSnapshotStore(t.TempDir(), "", nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +466,7 @@ func TestSnapshotStreamPaced(t *testing.T) {
 // unlinked, not shrunk, so its reader still gets every byte.
 func TestSnapshotReap(t *testing.T) {
 	base := t.TempDir()
-	store, err := newSnapshotStore(base, hclog.NewNullLogger())
+	store, err := newSnapshotStore(base, "", nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,20 +474,7 @@ func TestSnapshotReap(t *testing.T) {
 	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
 	// Large enough to be shrunk were it not being read (package shrink).
 	big := bytes.Repeat([]byte("0123456789abcdef"), (shrink.Min+shrink.Step)/16)
-	take := func(index uint64, data []byte) string {
-		t.Helper()
-		sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, 1, trans)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sink.Write(data); err != nil {
-			t.Fatal(err)
-		}
-		if err := sink.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return sink.ID()
-	}
+	take := func(index uint64, data []byte) string { return storeStream(t, store, index, data) }
 	ids := func() []string {
 		t.Helper()
 		store.wait()
@@ -387,10 +524,46 @@ func TestSnapshotReap(t *testing.T) {
 	if got := ids(); len(got) != 3 {
 		t.Fatalf("before reopening: %v", got)
 	}
-	if store, err = newSnapshotStore(base, hclog.NewNullLogger()); err != nil {
+	if store, err = newSnapshotStore(base, "", nil, hclog.NewNullLogger()); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(); !slices.Equal(got, []string{third, second}) {
 		t.Fatalf("reopened: snapshots %v, want %v", got, []string{third, second})
+	}
+}
+
+// TestConfigurationBelowImage: a membership entry the image already
+// covers, delivered again after a start or an install, leaves the voters
+// the image recorded; one past it sets them.
+func TestConfigurationBelowImage(t *testing.T) {
+	store := memStore(t)
+	conf := func(ids ...string) raft.Configuration {
+		var c raft.Configuration
+		for _, id := range ids {
+			c.Servers = append(c.Servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(id), Suffrage: raft.Voter})
+		}
+		return c
+	}
+	voters := func(f *fsm) []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.Clone(f.voters)
+	}
+	a := memFSM(t, store)
+	a.StoreConfiguration(1, conf("n1"))
+	a.StoreConfiguration(2, conf("n1", "n2", "n3"))
+	c := &command.Cmd{Op: command.Set, Key: []byte("k"), Data: []byte("v")}
+	a.Apply(&raft.Log{Index: 3, Type: raft.LogCommand, Data: command.EncodeBatch([]*command.Cmd{c})})
+	if err := a.flush(); err != nil {
+		t.Fatal(err)
+	}
+	b := memFSM(t, store) // a start: the image is at 3
+	b.StoreConfiguration(1, conf("n1"))
+	if got := voters(b); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("after an entry the image covers: voters %v, want the image's", got)
+	}
+	b.StoreConfiguration(4, conf("n1", "n2"))
+	if got := voters(b); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("after an entry past the image: voters %v", got)
 	}
 }

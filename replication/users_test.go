@@ -20,6 +20,26 @@ func (s *memSink) ID() string    { return "mem" }
 func (s *memSink) Cancel() error { return nil }
 func (s *memSink) Close() error  { return nil }
 
+// persist persists snap as Raft does and returns the stream a follower
+// receives for it: the snapshot refers to f's image, which
+// snapshotStore.Open streams.
+func persist(t *testing.T, f *fsm, snap raft.FSMSnapshot) *bytes.Buffer {
+	t.Helper()
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if sink.String() != string(reference(f.self)) {
+		t.Fatalf("persisted %q, want a reference to the image", sink.Bytes())
+	}
+	var out bytes.Buffer
+	if err := f.store.WriteSnapshot(&out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
 func testFSM(t *testing.T, store *persistence.Store) *fsm {
 	t.Helper()
 	m, err := newFSM(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -110,14 +130,10 @@ func TestFSMUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
+	stream := persist(t, m, snap)
 	other := testFSM(t, memStore(t))
 	_, _, otherChanged := other.userTable()
-	if err := other.Restore(io.NopCloser(&sink)); err != nil {
+	if err := other.Restore(io.NopCloser(stream)); err != nil {
 		t.Fatal(err)
 	}
 	check("restored from a snapshot", other)

@@ -106,15 +106,11 @@ func TestWatchReplicasAgree(t *testing.T) {
 	check("no-op BF.ADD", entry(w2(t0+2, 2), bf("f", "z", t0+2), cf(command.CFAdd, "c", "z", t0+2), bf("other", "after", t0+2)), 0, true)
 	across := watch(t0+3, "f", "s", "m", "other") // checked after the restarts
 	restartAt := uint64(len(log))
-	snap := &memSink{}
 	s, err := a.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Persist(snap); err != nil {
-		t.Fatal(err)
-	}
-	s.Release()
+	snap := persist(t, a, s)
 
 	w3 := watch(t0+3, "c", "m2")
 	entry(cf(command.CFDel, "m2", "nope", t0+3)) // a missing key: -Not found, and a touch

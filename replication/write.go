@@ -268,13 +268,16 @@ func (n *Node) nudge() {
 }
 
 // snapshotDue reports whether the log since the latest snapshot calls for
-// another. Raft's own trigger (an entry count) is off: a snapshot copies
-// the whole image, so by count alone a node holding 1 GiB of filters
+// another. Raft's own trigger (an entry count) is off: a snapshot copied
+// the whole image then, so by count alone a node holding 1 GiB of filters
 // under a steady stream of small writes copied a gigabyte every few
-// seconds, and its writes slowed tenfold. Due when:
+// seconds, and its writes slowed tenfold. A snapshot now refers to the
+// image (snapshotStore) and costs a flush; the rule stays, since a
+// follower that needs a snapshot is still streamed the whole image. Due
+// when:
 //   - SnapshotThreshold entries were applied and they hold at least a
-//     sixteenth of the filters' bytes: the copy is paid for by as much
-//     log it lets go (for small filters the count decides, as before);
+//     sixteenth of the filters' bytes (for small filters the count
+//     decides);
 //   - SnapshotLogBytes were logged, whatever the count: Raft decodes every
 //     entry after the snapshot when it starts, and raft-boltdb decodes a
 //     large entry slowly (16 MB at 90 MB/s, against 600 MB/s for 1 MB);
