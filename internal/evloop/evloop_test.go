@@ -220,7 +220,9 @@ func TestCloseFromAnywhere(t *testing.T) {
 	a.expect(t, "hi")
 	b := dial(t, ln.Addr().String())
 	b.send(t, "park\n")
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(conns) == 2 })
+	// Parked, not only adopted: a Close before the loop reads "park"
+	// ends the connection at once (CI saw that, as a reset).
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(conns) == 2 && h.parked.Load() == 1 })
 	mu.Lock()
 	ca, cb := conns[0], conns[1]
 	mu.Unlock()
