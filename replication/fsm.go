@@ -734,8 +734,9 @@ type snapshot struct {
 	err  error
 }
 
-// write writes and commits the cut's table and lets the next flush go. Persist calls it first; Release calls it too, so that the
-// changes cut are written even if Raft never persists the snapshot.
+// write writes and commits the cut's table and lets the next flush go.
+// Persist calls it first; Release calls it too, so that the changes cut
+// are written even if Raft never persists the snapshot.
 func (s *snapshot) write() error {
 	s.once.Do(func() {
 		p := s.pending

@@ -29,7 +29,7 @@ import (
 // log's syncs (package shrink).
 //
 // A snapshot this node takes is a reference to its image rather than a
-// copy of it (refMagic alone): the image already holds the snapshot's
+// copy of it (reference: refMagic and the node's id): the image already holds the snapshot's
 // state durably when Raft asks (fsm's Persist writes it first), and
 // copying it cost a core-second and S bytes of disk writes per snapshot
 // of 1M small filters (250 MB), beside the writes it held up, and 2 × S
@@ -64,9 +64,9 @@ type imageView interface {
 const refMagic = "bfsnapR\n"
 
 // reference is the whole of a snapshot node self takes. A reference
-// naming another node (one an older build, which stored references but
-// could not send them, sent as its stream) is opened as a stream, which
-// Restore refuses as damaged and removes.
+// naming another node (one that a node gone back to an earlier build,
+// which reads no references, sent as its stream) is opened as a stream,
+// which Restore refuses as damaged and removes.
 func reference(self string) []byte { return append([]byte(refMagic), self...) }
 
 // maxRef bounds what Open reads of a stored snapshot to tell a reference.
