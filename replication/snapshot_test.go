@@ -154,8 +154,6 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 		t.Fatalf("the follower's image is at %d, %v", imageAt, err)
 	}
 
-	_, trans := raft.NewInmemTransport("")
-	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
 	lstore, err := newSnapshotStore(t.TempDir(), "", func() imageView { return leader.store.NewSnapshot() }, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -176,21 +174,12 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 	}
 	// receive stores b as a follower's Raft does, and opens it.
 	receive := func(b []byte) (string, io.ReadCloser) {
-		sink, err := fstore.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sink.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := sink.Close(); err != nil {
-			t.Fatal(err)
-		}
-		_, rc, err := fstore.Open(sink.ID())
+		id := storeStream(t, fstore, 1, b)
+		_, rc, err := fstore.Open(id)
 		if err != nil {
 			t.Fatal(err) // Raft's own CRC: what was written is what is read
 		}
-		return sink.ID(), rc
+		return id, rc
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 20 {
@@ -249,9 +238,8 @@ func TestRestoreRefusesDamagedSnapshot(t *testing.T) {
 	}
 }
 
-// storeStream stores data as the snapshot at index, as a follower's Raft
-// stores what a leader sends, and returns its id.
-func storeStream(t *testing.T, store *snapshotStore, index uint64, data []byte) string {
+// newSink starts the snapshot at index in store, as Raft does.
+func newSink(t *testing.T, store *snapshotStore, index uint64) raft.SnapshotSink {
 	t.Helper()
 	_, trans := raft.NewInmemTransport("")
 	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
@@ -259,6 +247,14 @@ func storeStream(t *testing.T, store *snapshotStore, index uint64, data []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sink
+}
+
+// storeStream stores data as the snapshot at index, as a follower's Raft
+// stores what a leader sends, and returns its id.
+func storeStream(t *testing.T, store *snapshotStore, index uint64, data []byte) string {
+	t.Helper()
+	sink := newSink(t, store, index)
 	if _, err := sink.Write(data); err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +272,7 @@ func takeSnapshot(t *testing.T, f *fsm, store *snapshotStore, index uint64) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
-	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sink := newSink(t, store, index)
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
@@ -313,8 +304,6 @@ func TestSnapshotRefersToImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
 	for i := range 5 {
 		add(leader, uint64(i+1), "k"+strconv.Itoa(i), 500)
 	}
@@ -401,11 +390,7 @@ func TestSnapshotRefersToImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := store.Create(raft.SnapshotVersionMax, 200, 1, conf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); !errors.Is(err, errImageBehind) {
+	if err := snap.Persist(newSink(t, store, 200)); !errors.Is(err, errImageBehind) {
 		t.Fatalf("persisting past the image: %v, want errImageBehind", err)
 	}
 	snap.Release()
@@ -419,18 +404,13 @@ func TestSnapshotStreamPaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "a"}}}
 	data := make([]byte, 6<<20+123)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range data {
 		data[i] = byte(r.Uint32())
 	}
 	for _, piece := range []int{4096, 3 << 20} {
-		sink, err := store.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sink := newSink(t, store, 1)
 		p, ok := sink.(*pacedSink)
 		if !ok {
 			t.Fatalf("the sink is a %T, not paced", sink)

@@ -69,9 +69,6 @@ const refMagic = "bfsnapR\n"
 // which Restore refuses as damaged and removes.
 func reference(self string) []byte { return append([]byte(refMagic), self...) }
 
-// maxRef bounds what Open reads of a stored snapshot to tell a reference.
-const maxRef = len(refMagic) + 1024
-
 // keepSnapshots is how many snapshots the store keeps: the newest, and one
 // to fall back on should it not open.
 const keepSnapshots = 2
@@ -200,9 +197,11 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	head := make([]byte, maxRef+1)
+	// This node's reference, and one byte more to see that nothing follows.
+	ref := reference(s.self)
+	head := make([]byte, len(ref)+1)
 	n, err := io.ReadFull(rc, head)
-	if (err == io.EOF || err == io.ErrUnexpectedEOF) && string(head[:n]) == string(reference(s.self)) {
+	if err == io.ErrUnexpectedEOF && string(head[:n]) == string(ref) {
 		rc.Close()
 		return s.openRef(meta)
 	}
