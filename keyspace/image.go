@@ -496,7 +496,7 @@ func (c *Cut) before(dbi uint8, key string, v *Value) {
 // which stashes the keys' values rather than capture each (see stash).
 // A key stashed by an earlier flush keeps that value, as at the cut.
 func (c *Cut) beforeDB(dbi uint8) {
-	keys := c.k.db(dbi).keys
+	keys := &c.k.db(dbi).keys
 	c.freeze.Lock()
 	defer c.freeze.Unlock()
 	if c.ended {

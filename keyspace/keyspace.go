@@ -61,7 +61,7 @@ type Value struct {
 	// change record keeps its mark there instead (recorded): local
 	// bookkeeping that never reaches a reader, the image or a peer.
 	ver      [7]byte
-	ExpireAt int64          // unix ms; 0 = no expiry
+	ExpireAt int64          // unix ms; 0 = no expiry; changed in place atomically (setExpire)
 	obj      unsafe.Pointer // *scalable.Chain, *scalable.Cuckoo or *string, by Kind
 }
 
@@ -101,10 +101,17 @@ func (v *Value) Str() string {
 	return *(*string)(v.obj)
 }
 
-func (v *Value) expired(now int64) bool { return v.ExpireAt != 0 && v.ExpireAt <= now }
+// expired reads ExpireAt atomically: Lookup takes no lock.
+func (v *Value) expired(now int64) bool {
+	at := atomic.LoadInt64(&v.ExpireAt)
+	return at != 0 && at <= now
+}
 
 type db struct {
-	mu   sync.RWMutex // guards keys, ttl and every Value's ExpireAt and ver
+	// mu guards changes to keys, ttl and every Value's ExpireAt and ver,
+	// and the readers of more than one key. Lookup takes no lock: the key
+	// table is read lock-free (keytable.go), ExpireAt atomically.
+	mu   sync.RWMutex
 	keys keyTable
 	// ttl holds the keys whose value has an expiry, as Redis's expires
 	// dict does, so that active expiry (Due) looks at those only: a scan
@@ -224,7 +231,7 @@ type dirtyKey struct {
 func New() *Keyspace {
 	k := &Keyspace{}
 	for i := range k.dbs {
-		k.dbs[i].keys = newKeyTable()
+		k.dbs[i].keys.init()
 	}
 	return k
 }
@@ -277,10 +284,7 @@ func (d *db) lookup(key []byte, now int64) *Value {
 
 // Lookup finds a live key for a reader.
 func (k *Keyspace) Lookup(dbi uint8, key []byte, now int64) *Value {
-	d := k.db(dbi)
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.lookup(key, now)
+	return k.db(dbi).lookup(key, now)
 }
 
 // changed records that a key's value was modified in place.
@@ -674,8 +678,8 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 	}
 	k.forget()
 	d.mu.Lock()
-	old := d.keys
-	d.keys, d.ttl = newKeyTable(), nil
+	old := d.keys.takeAll()
+	d.ttl = nil
 	d.mu.Unlock()
 	var stamp uint64
 	for key, v := range old.all() {
@@ -693,7 +697,7 @@ func (k *Keyspace) flush(dbi uint8, now int64) {
 func (k *Keyspace) setExpire(dbi uint8, key []byte, v *Value, at int64) {
 	d := k.db(dbi)
 	d.mu.Lock()
-	v.ExpireAt = at
+	atomic.StoreInt64(&v.ExpireAt, at) // Lookup reads it without the lock
 	d.track(string(key), v)
 	d.mu.Unlock()
 	k.changed(dbi, key)
