@@ -72,7 +72,7 @@ type ktTable struct {
 }
 
 type ktGroup struct {
-	ctrl  atomic.Uint64 // byte i: ctrlEmpty, or slot i's tag
+	ctrl  atomic.Uint64 // byte i: 0 while slot i is empty, else its tag
 	slots [groupSlots]ktSlot
 }
 
@@ -85,7 +85,6 @@ type ktSlot struct {
 
 const (
 	groupSlots = 8
-	ctrlEmpty  = 0x80
 	// A table grows past 7/8 of its slots filled, as a Go map's.
 	maxFillNum, maxFillDen = 7, 8
 	ctrlLows               = 0x0101010101010101
@@ -107,25 +106,28 @@ func (t *keyTable) init() {
 	t.cur.Store(newKtTable(1))
 }
 
+// newKtTable is an empty table. Empty is zero, so its memory is touched
+// only as slots fill: writing every control byte of a new table of 512k
+// groups first held the writer for about 100 ms of page faults.
 func newKtTable(groups int) *ktTable {
-	tb := &ktTable{groups: make([]ktGroup, groups)}
-	for i := range tb.groups {
-		tb.groups[i].ctrl.Store(ctrlLows * ctrlEmpty)
-	}
-	return tb
+	return &ktTable{groups: make([]ktGroup, groups)}
 }
 
 func (t *keyTable) hash(key string) uint64 { return maphash.String(t.seed, key) & t.mask }
 
-// tag is a hash's control byte; the group index comes from the bits above.
-func tag(h uint64) uint64 { return h & 0x7f }
+// tag is a hash's control byte: its high bit marks a filled slot; the
+// group index comes from the bits above the tag's seven.
+func tag(h uint64) uint64 { return h&0x7f | 0x80 }
 
-// matches has the high bit set in each byte of ctrl equal to tg, and
-// perhaps in others (each candidate's key is compared).
+// matches has the high bit set in each filled slot's byte of ctrl equal to
+// tg, and perhaps in other filled ones' (each candidate's key is compared).
 func matches(ctrl, tg uint64) uint64 {
 	x := ctrl ^ (ctrlLows * tg)
-	return (x - ctrlLows) &^ x & ctrlHighs
+	return (x - ctrlLows) &^ x & ctrl & ctrlHighs
 }
+
+// empties has the high bit set in each empty slot's byte of ctrl.
+func empties(ctrl uint64) uint64 { return ^ctrl & ctrlHighs }
 
 // find is the slot holding key in tb, nil if none does. It stops at the
 // first group with an empty slot on the key's probe sequence: a key goes
@@ -142,7 +144,7 @@ func (tb *ktTable) find(h uint64, key string) *ktSlot {
 				return s
 			}
 		}
-		if ctrl&ctrlHighs != 0 || i > mask {
+		if empties(ctrl) != 0 || i > mask {
 			return nil
 		}
 		g = (g + i) & mask // triangular probing visits every group
@@ -225,7 +227,7 @@ func (tb *ktTable) insert(h uint64, key string, v *Value) {
 	for i := uint64(1); ; i++ {
 		grp := &tb.groups[g]
 		ctrl := grp.ctrl.Load()
-		if empty := ctrl & ctrlHighs; empty != 0 {
+		if empty := empties(ctrl); empty != 0 {
 			j := bits.TrailingZeros64(empty) / 8
 			s := &grp.slots[j]
 			s.h, s.n = h, len(key)
@@ -312,8 +314,8 @@ func (grp *ktGroup) live() iter.Seq2[*ktSlot, *Value] {
 	return func(yield func(*ktSlot, *Value) bool) {
 		ctrl := grp.ctrl.Load()
 		for j := range groupSlots {
-			if ctrl>>(8*j)&ctrlEmpty != 0 {
-				continue
+			if ctrl>>(8*j)&0x80 == 0 {
+				continue // empty
 			}
 			s := &grp.slots[j]
 			if v := s.v.Load(); v != nil && v != moved && !yield(s, v) {
