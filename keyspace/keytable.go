@@ -8,9 +8,9 @@ import (
 	"unsafe"
 )
 
-// keyTable is a database's keys: an open-addressing hash table that one
-// writer changes (Apply, under the db's lock) while readers look keys up
-// without any lock (Keyspace.Lookup).
+// keyTable is a database's keys: a hash table that one writer changes
+// (Apply, under the db's lock) while readers look keys up without any
+// lock (Keyspace.Lookup).
 //
 // Why not a Go map behind the db's RWMutex: every lookup then wrote the
 // lock's reader count, one cache line that every core's lookups share;
@@ -18,30 +18,36 @@ import (
 // on one (BenchmarkLookupParallel), so lookups got slower, not faster,
 // with more cores. And a Go map cannot be read while it is written.
 //
-// Why the hash is kept in the slot: growing the table moves each slot by
-// its hash, never touching its key, whose bytes live in its filter's entry
-// (keyedBloomEntry), scattered over the heap: rehashing a Go map's string
-// keys cost a cache miss a key, 18% of the state machine's CPU while a
-// million small filters were created.
+// The layout is a Go map's (extendible hashing): a directory, indexed by
+// the hash's top bits, of small open-addressing tables of eight-slot
+// groups whose control bytes sit in one word. A full table is replaced
+// by two of its size (split by the next hash bit) or, while small, by one
+// twice its size: the keys move a table at a time, and memory grows by a
+// table at a time. One table of a million keys' size instead, allocated
+// at once, made the collector charge the writer for it: creating a
+// million filters saw a write wait 185-224 ms.
+//
+// Why the hash is kept in the slot: a table is rebuilt from its slots'
+// hashes, never touching the keys, whose bytes live in their filters'
+// entries (keyedBloomEntry), scattered over the heap: rehashing a Go
+// map's string keys cost a cache miss a key, 18% of the state machine's
+// CPU while a million small filters were created.
 //
 // How readers stay safe without a lock:
 //   - A slot is filled once: its hash and key's length are written, then
 //     its key and value, then the control byte that makes it visible. A
 //     slot is never emptied nor given to another key, so a reader that
-//     saw its control byte reads the hash and length the writer wrote
-//     before it. Its key pointer changes only to equal bytes (set takes the
-//     new string), its value by an atomic store.
-//   - A deleted key's slot keeps its key with a nil value (dead). A dead
-//     slot is filled again only by its own key, and only in the newest
-//     table.
-//   - Growing is incremental, as Redis's rehash: the writer allocates the
-//     next table, links it from the current one and, at each change, moves
-//     a few groups' live slots into it, marking each moved slot (moved).
-//     New keys go to the next table. A key is live in one table only.
-//     A reader starts at the current table and goes on to the next one
-//     when it finds the key moved, dead or absent there, so a move or a
-//     growth that overlaps its lookup never hides a key. An old table is
-//     garbage once no reader holds it.
+//     saw its control byte reads the hash and length written before it.
+//     Its key pointer changes only to equal bytes (set takes the new
+//     string), its value by an atomic store.
+//   - A deleted key's slot keeps its key with a nil value (dead); only its
+//     own key fills it again.
+//   - A table being replaced first links its replacements (next), then
+//     copies each live key into one and marks it moved, then the directory
+//     names the replacements. A reader that finds its key moved, dead or
+//     absent in a table goes on to the replacement its hash picks, so a
+//     rebuild that overlaps its lookup never hides a key. A replaced table
+//     is garbage once no reader holds it.
 //
 // The seed is drawn per table: layout and iteration order differ between
 // processes, as a Go map's do, and nothing may depend on them.
@@ -49,26 +55,29 @@ type keyTable struct {
 	seed maphash.Seed
 	// mask is all ones; a test narrows it to make hashes collide.
 	mask uint64
-	// cur is where lookups start: the table being moved from while the
-	// table grows, else the only one.
-	cur atomic.Pointer[ktTable]
-
-	// The writer's own state.
-	next      *ktTable // the table cur moves into; nil unless growing
-	moveAt    int      // cur's first group not yet moved
-	step      int      // groups moved at each change
-	live      int      // keys held
-	iterating int      // all() walks under way: nothing moves meanwhile
+	dir  atomic.Pointer[ktDir]
+	live int // keys held (the writer's)
 }
 
-// ktTable is one generation of a keyTable: groups of eight slots whose
-// control bytes sit in one word, read and written whole.
+// ktDir maps a hash's top depth bits to the table holding it; a table of
+// local depth d fills the 1<<(depth-d) entries its top d bits name. It is
+// replaced, never changed.
+type ktDir struct {
+	depth  uint8
+	tables []*ktTable
+}
+
+// ktTable is one table: groups of eight slots whose control bytes sit in
+// one word, read and written whole.
 type ktTable struct {
 	groups []ktGroup
-	filled int // slots filled, dead or moved ones included (the writer's)
-	// next is the table this one's keys move into, set before any key
-	// goes there.
-	next atomic.Pointer[ktTable]
+	depth  uint8 // the hash's top bits all its keys share
+	filled int   // slots filled, dead ones included (the writer's)
+	live   int   // slots live (the writer's)
+	// next are the tables replacing this one, by the hash's bit after
+	// depth (the same table twice when it grew or was rebuilt), set before
+	// any key moves there.
+	next atomic.Pointer[[2]*ktTable]
 }
 
 type ktGroup struct {
@@ -85,13 +94,19 @@ type ktSlot struct {
 
 const (
 	groupSlots = 8
-	// A table grows past 7/8 of its slots filled, as a Go map's.
+	// A table is replaced past 7/8 of its slots filled, as a Go map's.
 	maxFillNum, maxFillDen = 7, 8
-	ctrlLows               = 0x0101010101010101
-	ctrlHighs              = 0x8080808080808080
+	// maxGroups is the most groups a table grows to before it splits
+	// (4,096 slots, 132 KiB): a split moves at most this many keys.
+	maxGroups = 512
+	// maxDepth bounds splitting: past it (keys whose hashes share 40 top
+	// bits, which only a test's narrowed hash makes) a table grows.
+	maxDepth  = 40
+	ctrlLows  = 0x0101010101010101
+	ctrlHighs = 0x8080808080808080
 )
 
-// moved marks a slot whose key went on to the next table.
+// moved marks a slot whose key went on to a replacing table.
 var moved = new(Value)
 
 // newKeyTable is an empty table.
@@ -103,20 +118,20 @@ func newKeyTable() *keyTable {
 
 func (t *keyTable) init() {
 	t.seed, t.mask = maphash.MakeSeed(), ^uint64(0)
-	t.cur.Store(newKtTable(1))
+	t.dir.Store(&ktDir{tables: []*ktTable{newKtTable(1, 0)}})
 }
 
-// newKtTable is an empty table. Empty is zero, so its memory is touched
-// only as slots fill: writing every control byte of a new table of 512k
-// groups first held the writer for about 100 ms of page faults.
-func newKtTable(groups int) *ktTable {
-	return &ktTable{groups: make([]ktGroup, groups)}
+// newKtTable is an empty table; empty is zero, so its memory is touched
+// only as its slots fill.
+func newKtTable(groups int, depth uint8) *ktTable {
+	return &ktTable{groups: make([]ktGroup, groups), depth: depth}
 }
 
 func (t *keyTable) hash(key string) uint64 { return maphash.String(t.seed, key) & t.mask }
 
-// tag is a hash's control byte: its high bit marks a filled slot; the
-// group index comes from the bits above the tag's seven.
+// tag is a hash's control byte: its high bit marks a filled slot. The
+// group comes from the bits above the tag's seven, the directory entry
+// from the top ones.
 func tag(h uint64) uint64 { return h&0x7f | 0x80 }
 
 // matches has the high bit set in each filled slot's byte of ctrl equal to
@@ -128,6 +143,17 @@ func matches(ctrl, tg uint64) uint64 {
 
 // empties has the high bit set in each empty slot's byte of ctrl.
 func empties(ctrl uint64) uint64 { return ^ctrl & ctrlHighs }
+
+// topBits is h's top d bits.
+func topBits(h uint64, d uint8) uint64 {
+	if d == 0 {
+		return 0
+	}
+	return h >> (64 - d)
+}
+
+// table is the directory's table for h.
+func (d *ktDir) table(h uint64) *ktTable { return d.tables[topBits(h, d.depth)] }
 
 // find is the slot holding key in tb, nil if none does. It stops at the
 // first group with an empty slot on the key's probe sequence: a key goes
@@ -156,8 +182,20 @@ func (t *keyTable) len() int { return t.live }
 // get is the value filed under key, nil if none. Any goroutine may call
 // it beside the writer.
 func (t *keyTable) get(key string) *Value {
-	_, v := t.liveSlot(t.hash(key), key)
-	return v
+	h := t.hash(key)
+	tb := t.dir.Load().table(h)
+	for {
+		if s := tb.find(h, key); s != nil {
+			if v := s.v.Load(); v != nil && v != moved {
+				return v
+			}
+		}
+		next := tb.next.Load()
+		if next == nil {
+			return nil
+		}
+		tb = next[topBits(h, tb.depth+1)&1]
+	}
 }
 
 // getBytes is get for a key held in bytes, without copying them.
@@ -165,58 +203,27 @@ func (t *keyTable) getBytes(key []byte) *Value {
 	return t.get(unsafe.String(unsafe.SliceData(key), len(key)))
 }
 
-// liveSlot is the slot where key is live and the value it held when
-// read (a second read could find it moved), or nils.
-func (t *keyTable) liveSlot(h uint64, key string) (*ktSlot, *Value) {
-	for tb := t.cur.Load(); tb != nil; tb = tb.next.Load() {
-		if s := tb.find(h, key); s != nil {
-			if v := s.v.Load(); v != nil && v != moved {
-				return s, v
-			}
-		}
-	}
-	return nil, nil
-}
-
-// newest is the table new keys go to.
-func (t *keyTable) newest() *ktTable {
-	if t.next != nil {
-		return t.next
-	}
-	return t.cur.Load()
-}
-
 // set files v under key. The slot takes this key's string even when the
 // key was there, as a Go map's assignment does: the string may point into
 // v's own entry (keyInside), and the old one into the value replaced.
 func (t *keyTable) set(key string, v *Value) {
 	h := t.hash(key)
-	tb := t.newest()
-	var dead *ktSlot // key's dead slot in tb, which its own key revives
-	for at := t.cur.Load(); at != nil; at = at.next.Load() {
-		if s := at.find(h, key); s != nil {
-			if x := s.v.Load(); x != nil && x != moved {
-				s.key.Store(unsafe.StringData(key))
-				s.v.Store(v)
-				t.moveSome()
-				return
-			}
-			if at == tb {
-				dead = s
-			}
+	tb := t.dir.Load().table(h) // the writer's directory is current: no key is moved there
+	if s := tb.find(h, key); s != nil {
+		if s.v.Load() == nil { // dead: its own key revives it
+			tb.live++
+			t.live++
 		}
+		s.key.Store(unsafe.StringData(key))
+		s.v.Store(v)
+		return
 	}
-	if dead != nil {
-		dead.key.Store(unsafe.StringData(key))
-		dead.v.Store(v)
-	} else {
-		tb.insert(h, key, v)
-	}
+	tb.insert(h, key, v)
+	tb.live++
 	t.live++
-	if tb.filled*maxFillDen > len(tb.groups)*groupSlots*maxFillNum {
-		t.grow()
+	if tb.filled > len(tb.groups)*groupSlots*maxFillNum/maxFillDen {
+		t.replace(tb)
 	}
-	t.moveSome()
 }
 
 // insert fills a new slot of tb for key, which tb does not hold: in the
@@ -233,80 +240,68 @@ func (tb *ktTable) insert(h uint64, key string, v *Value) {
 			s.h, s.n = h, len(key)
 			s.key.Store(unsafe.StringData(key))
 			s.v.Store(v)
-			grp.ctrl.Store(ctrl&^(0xff<<(8*j)) | tag(h)<<(8*j))
+			grp.ctrl.Store(ctrl | tag(h)<<(8*j))
 			tb.filled++
 			return
 		}
 		if i > mask {
-			// Unreachable: a table grows before it fills (set), and a
-			// move ends before its next table does (grow's step).
+			// Unreachable: a table is replaced before it fills (set), and
+			// its replacements have room for its live keys.
 			panic("keyspace: key table full")
 		}
 		g = (g + i) & mask
 	}
 }
 
-// grow starts moving the keys into a table twice their number's room, or
-// finishes a move under way whose next table filled first (many keys
-// created while few live ones moved), and then starts the next.
-func (t *keyTable) grow() {
-	if t.next != nil {
-		t.finishMove()
+// replace rebuilds a full table: at its size when most of it is dead
+// keys, twice its size while small, else split in two by the next bit.
+func (t *keyTable) replace(tb *ktTable) {
+	n := len(tb.groups)
+	var next [2]*ktTable
+	switch {
+	case tb.live*2*maxFillDen <= n*groupSlots*maxFillNum:
+		next[0] = newKtTable(n, tb.depth)
+		next[1] = next[0]
+	case n < maxGroups || tb.depth >= maxDepth:
+		next[0] = newKtTable(2*n, tb.depth)
+		next[1] = next[0]
+	default:
+		next = [2]*ktTable{newKtTable(n, tb.depth+1), newKtTable(n, tb.depth+1)}
 	}
-	cur := t.cur.Load()
-	groups := 1
-	for groups*groupSlots*maxFillNum < 2*t.live*maxFillDen {
-		groups *= 2
-	}
-	next := newKtTable(groups)
-	cur.next.Store(next)
-	t.next, t.moveAt = next, 0
-	// Enough groups a change that the move ends before the next table
-	// fills with new keys (one a change at most): room is how many it
-	// takes beyond the live ones.
-	room := max(1, groups*groupSlots*maxFillNum/maxFillDen-t.live)
-	t.step = 1 + len(cur.groups)/room
-	if t.iterating == 0 && len(cur.groups) <= 8 {
-		t.finishMove() // a small table moves at once
-	}
-}
-
-// moveSome moves step groups of a growth under way.
-func (t *keyTable) moveSome() {
-	if t.next == nil || t.iterating > 0 {
-		return
-	}
-	cur := t.cur.Load()
-	for range t.step {
-		if t.moveAt == len(cur.groups) {
-			break
+	tb.next.Store(&next)
+	for g := range tb.groups {
+		for s, v := range tb.groups[g].live() {
+			dst := next[topBits(s.h, tb.depth+1)&1]
+			dst.insert(s.h, unsafe.String(s.key.Load(), s.n), v)
+			dst.live++
+			s.v.Store(moved)
 		}
-		t.moveGroup(&cur.groups[t.moveAt])
-		t.moveAt++
 	}
-	if t.moveAt == len(cur.groups) {
-		t.cur.Store(t.next)
-		t.next = nil
-	}
+	t.dir.Store(t.dir.Load().with(tb, next))
 }
 
-func (t *keyTable) finishMove() {
-	cur := t.cur.Load()
-	for ; t.moveAt < len(cur.groups); t.moveAt++ {
-		t.moveGroup(&cur.groups[t.moveAt])
+// with is the directory with tb's entries naming next[0] and next[1].
+func (d *ktDir) with(tb *ktTable, next [2]*ktTable) *ktDir {
+	nd := &ktDir{depth: d.depth}
+	if next[0] != next[1] && tb.depth == d.depth {
+		nd.depth++
+		nd.tables = make([]*ktTable, 2*len(d.tables))
+		for i, x := range d.tables {
+			nd.tables[2*i], nd.tables[2*i+1] = x, x
+		}
+	} else {
+		nd.tables = append([]*ktTable(nil), d.tables...)
 	}
-	t.cur.Store(t.next)
-	t.next = nil
-}
-
-// moveGroup moves grp's live keys into the next table: each is filled
-// there before it is marked moved here, so a reader finds it in one or
-// the other.
-func (t *keyTable) moveGroup(grp *ktGroup) {
-	for s, v := range grp.live() {
-		t.next.insert(s.h, unsafe.String(s.key.Load(), s.n), v)
-		s.v.Store(moved)
+	for i, x := range nd.tables {
+		switch {
+		case x != tb:
+		case next[0] == next[1]:
+			nd.tables[i] = next[0]
+		default:
+			nd.tables[i] = next[(i>>(nd.depth-tb.depth-1))&1]
+		}
 	}
+	return nd
 }
 
 // live yields the group's slots where a key is live, with its value.
@@ -327,24 +322,29 @@ func (grp *ktGroup) live() iter.Seq2[*ktSlot, *Value] {
 
 // del removes key, and reports whether it was there.
 func (t *keyTable) del(key string) bool {
-	s, _ := t.liveSlot(t.hash(key), key)
-	if s == nil {
+	h := t.hash(key)
+	tb := t.dir.Load().table(h)
+	s := tb.find(h, key)
+	if s == nil || s.v.Load() == nil {
 		return false
 	}
 	s.v.Store(nil)
+	tb.live--
 	t.live--
-	t.moveSome()
 	return true
 }
 
 // all yields every key and its value, in no order. The body may delete
-// keys, and set those already there, as in a range over a Go map; no key
-// moves between tables while it runs, so none is yielded twice.
+// keys, and set those already there, as in a range over a Go map (no
+// table is replaced then).
 func (t *keyTable) all() iter.Seq2[string, *Value] {
 	return func(yield func(string, *Value) bool) {
-		t.iterating++
-		defer func() { t.iterating-- }()
-		for tb := t.cur.Load(); tb != nil; tb = tb.next.Load() {
+		var last *ktTable
+		for _, tb := range t.dir.Load().tables {
+			if tb == last {
+				continue // a table fills consecutive entries
+			}
+			last = tb
 			for g := range tb.groups {
 				for s, v := range tb.groups[g].live() {
 					if !yield(unsafe.String(s.key.Load(), s.n), v) {
@@ -360,9 +360,9 @@ func (t *keyTable) all() iter.Seq2[string, *Value] {
 // after the db's lock is let go (FLUSHDB). Readers that started before
 // may still find the old keys; those after find none.
 func (t *keyTable) takeAll() *keyTable {
-	old := &keyTable{seed: t.seed, mask: t.mask, next: t.next, moveAt: t.moveAt, step: t.step, live: t.live}
-	old.cur.Store(t.cur.Load())
-	t.next, t.moveAt, t.step, t.live = nil, 0, 0, 0
-	t.cur.Store(newKtTable(1))
+	old := &keyTable{seed: t.seed, mask: t.mask, live: t.live}
+	old.dir.Store(t.dir.Load())
+	t.live = 0
+	t.dir.Store(&ktDir{tables: []*ktTable{newKtTable(1, 0)}})
 	return old
 }
