@@ -99,9 +99,11 @@ const (
 	// maxGroups is the most groups a table grows to before it splits
 	// (4,096 slots, 132 KiB): a split moves at most this many keys.
 	maxGroups = 512
-	// maxDepth bounds splitting: past it (keys whose hashes share 40 top
-	// bits, which only a test's narrowed hash makes) a table grows.
-	maxDepth  = 40
+	// maxDepth bounds splitting, and the directory to a million entries
+	// (8 MiB): a table of that depth grows instead. Real hashes reach it
+	// past three billion keys; only hashes that share their top bits
+	// (a test's narrowed ones) come sooner.
+	maxDepth  = 20
 	ctrlLows  = 0x0101010101010101
 	ctrlHighs = 0x8080808080808080
 )

@@ -223,3 +223,30 @@ func BenchmarkLookupParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestKeyTableSharedTopBits: keys whose hashes share every top bit send
+// each split's keys one way, until the table reaches maxDepth and grows
+// instead; every key stays found and the directory bounded.
+func TestKeyTableSharedTopBits(t *testing.T) {
+	tbl := newKeyTable()
+	tbl.mask = 0xffff
+	model := map[string]*Value{}
+	for i := range 20000 {
+		key := "k" + strconv.Itoa(i)
+		v := &Value{}
+		tbl.set(key, v)
+		model[key] = v
+	}
+	for key, v := range model {
+		if tbl.get(key) != v {
+			t.Fatalf("get %q: lost", key)
+		}
+	}
+	n := 0
+	for range tbl.all() {
+		n++
+	}
+	if d := tbl.dir.Load(); n != len(model) || tbl.len() != len(model) || d.depth != maxDepth {
+		t.Fatalf("all yields %d, len %d, want %d; directory depth %d, want %d", n, tbl.len(), len(model), d.depth, maxDepth)
+	}
+}
