@@ -11,8 +11,8 @@
 // key table (keytable.go) is read lock-free beside its one writer, and a
 // value's expiry is read atomically. Table changes, and readers of many
 // keys, take the database's RWMutex; filters protect their own contents.
-// Apply must run on one goroutine at a time; Read may run beside it. The apply side keeps two one-entry memories that only it
-// touches: the value it looked up last (forgotten on every change to a
+// Apply must run on one goroutine at a time; Read may run beside it.
+// The apply side keeps two one-entry memories that only it touches: the value it looked up last (forgotten on every change to a
 // key table) and the key it last recorded as changed (forgotten when the
 // record is taken). A log entry's hundreds of writes to one filter then
 // hash its key once, not four or five times each.

@@ -828,7 +828,7 @@ func Digest(v *Value) string {
 			h.Write(sk.Marshal())
 		}
 	}
-	binary.LittleEndian.PutUint64(n[:], uint64(v.ExpireAt))
+	binary.LittleEndian.PutUint64(n[:], uint64(atomic.LoadInt64(&v.ExpireAt))) // after a lock-free Lookup (BFX.DIGEST)
 	h.Write(n[:])
 	return hex.EncodeToString(h.Sum(nil))
 }

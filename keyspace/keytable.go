@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"math/bits"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 )
@@ -14,9 +15,9 @@ import (
 //
 // Why not a Go map behind the db's RWMutex: every lookup then wrote the
 // lock's reader count, one cache line that every core's lookups share;
-// two cores looking up in parallel took 66–74 ns a lookup against 28 ns
-// on one (BenchmarkLookupParallel), so lookups got slower, not faster,
-// with more cores. And a Go map cannot be read while it is written.
+// two cores looking up together managed one lookup every 66–74 ns, one
+// core alone one every 28 ns (BenchmarkLookupParallel): more cores made
+// lookups slower, not faster. And a Go map cannot be read while it is written.
 //
 // The layout is a Go map's (extendible hashing): a directory, indexed by
 // the hash's top bits, of small open-addressing tables of eight-slot
@@ -41,7 +42,8 @@ import (
 //     Its key pointer changes only to equal bytes (set takes the new
 //     string), its value by an atomic store.
 //   - A deleted key's slot keeps its key with a nil value (dead); only its
-//     own key fills it again.
+//     own key fills it again. Its key is then a copy, not the string in
+//     the deleted filter's entry (keyInside), which it would keep alive.
 //   - A table being replaced first links its replacements (next), then
 //     copies each live key into one and marks it moved, then the directory
 //     names the replacements. A reader that finds its key moved, dead or
@@ -327,8 +329,15 @@ func (t *keyTable) del(key string) bool {
 	h := t.hash(key)
 	tb := t.dir.Load().table(h)
 	s := tb.find(h, key)
-	if s == nil || s.v.Load() == nil {
+	if s == nil {
 		return false
+	}
+	old := s.v.Load()
+	if old == nil {
+		return false
+	}
+	if keyInside(old, unsafe.String(s.key.Load(), s.n)) {
+		s.key.Store(unsafe.StringData(strings.Clone(key))) // equal bytes: readers still match
 	}
 	s.v.Store(nil)
 	tb.live--
