@@ -12,10 +12,11 @@
 // value's expiry is read atomically. Table changes, and readers of many
 // keys, take the database's RWMutex; filters protect their own contents.
 // Apply must run on one goroutine at a time; Read may run beside it.
-// The apply side keeps two one-entry memories that only it touches: the value it looked up last (forgotten on every change to a
-// key table) and the key it last recorded as changed (forgotten when the
-// record is taken). A log entry's hundreds of writes to one filter then
-// hash its key once, not four or five times each.
+// The apply side keeps two one-entry memories that only it touches: the
+// value it looked up last (forgotten on every change to a key table) and
+// the key it last recorded as changed (forgotten when the record is
+// taken). A log entry's hundreds of writes to one filter then hash its
+// key once, not four or five times each.
 //
 // Trade-offs: Apply is a pure function of the command sequence: time comes
 // from the command (stamped by the receiving node), configuration and caps

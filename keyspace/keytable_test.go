@@ -92,8 +92,9 @@ func TestKeyTableTakesNewKey(t *testing.T) {
 }
 
 // TestKeyTableGrowing is TestKeyTable over thousands of keys, so that
-// tables grow, split and, once most keys are deleted, are rebuilt at
-// their size; all() is checked along the way.
+// tables grow and split; then most keys are deleted and new ones filed,
+// so that tables full of dead slots are rebuilt at their size. all() is
+// checked along the way.
 func TestKeyTableGrowing(t *testing.T) {
 	tbl := newKeyTable()
 	model := map[string]*Value{}
@@ -114,11 +115,16 @@ func TestKeyTableGrowing(t *testing.T) {
 			t.Fatalf("step %d: all yields %d keys, want %d", step, n, len(model))
 		}
 	}
-	for round, keys := range []int{40000, 300, 40000} {
+	// Each round: its keys' names, how many, and eighths of changes that
+	// are sets (the rest delete).
+	for round, rd := range []struct {
+		prefix     string
+		keys, sets int
+	}{{"k", 40000, 5}, {"k", 300, 6}, {"k", 40000, 1}, {"n", 40000, 7}} {
 		for step := range 80000 {
-			key := "k" + strconv.Itoa(r.IntN(keys))
+			key := rd.prefix + strconv.Itoa(r.IntN(rd.keys))
 			switch op := r.IntN(8); {
-			case op < 5 || round == 1 && op < 6:
+			case op < rd.sets:
 				v := &Value{}
 				tbl.set(key, v)
 				model[key] = v
