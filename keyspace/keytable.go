@@ -17,7 +17,8 @@ import (
 // lock's reader count, one cache line that every core's lookups share;
 // two cores looking up together managed one lookup every 66–74 ns, one
 // core alone one every 28 ns (BenchmarkLookupParallel): more cores made
-// lookups slower, not faster. And a Go map cannot be read while it is written.
+// lookups slower, not faster. And a Go map cannot be read while it is
+// written.
 //
 // The layout is a Go map's (extendible hashing): a directory, indexed by
 // the hash's top bits, of small open-addressing tables of eight-slot
