@@ -102,10 +102,10 @@ func (v *Value) Str() string {
 }
 
 // expired reads ExpireAt atomically: Lookup takes no lock.
-func (v *Value) expired(now int64) bool {
-	at := atomic.LoadInt64(&v.ExpireAt)
-	return at != 0 && at <= now
-}
+func (v *Value) expired(now int64) bool { return expiredAt(atomic.LoadInt64(&v.ExpireAt), now) }
+
+// expiredAt reports whether an expiry of at (0: none) is past at now.
+func expiredAt(at, now int64) bool { return at != 0 && at <= now }
 
 type db struct {
 	// mu guards changes to keys, ttl and every Value's ExpireAt and ver,

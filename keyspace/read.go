@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/bfserver/bfserver/command"
 	"github.com/bfserver/bfserver/internal/ascii"
@@ -276,17 +277,17 @@ func (k *Keyspace) readKind(c *command.Cmd, want Kind) (*Value, error) {
 	return v, err
 }
 
+// ttl reads the expiry once, lock-free as Lookup does: that one read
+// decides both whether the key is live and what is left of it, which an
+// EXPIRE between two reads could make disagree.
 func (k *Keyspace) ttl(c *command.Cmd) Result {
-	d := k.db(c.DB)
-	d.mu.RLock()
-	v := d.lookup(c.Key, c.Now)
+	v := k.db(c.DB).keys.getBytes(c.Key)
 	var at int64
 	if v != nil {
-		at = v.ExpireAt
+		at = atomic.LoadInt64(&v.ExpireAt)
 	}
-	d.mu.RUnlock()
 	switch {
-	case v == nil:
+	case v == nil || expiredAt(at, c.Now):
 		return Result{Int: -2}
 	case at == 0:
 		return Result{Int: -1}

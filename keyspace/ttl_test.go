@@ -69,3 +69,31 @@ func TestDueTracksExpiries(t *testing.T) {
 	apply(command.Cmd{Op: command.FlushDB})
 	check(6000, nil)
 }
+
+// TestTTLReadsExpiryOnce: TTL and PTTL answer -2 for a key missing or
+// expired at the command's time, -1 for one without expiry, else what is
+// left of it (TTL rounded to seconds), from one lock-free read.
+func TestTTLReadsExpiryOnce(t *testing.T) {
+	k := New()
+	item := [][]byte{[]byte("x")}
+	k.Apply(&command.Cmd{Op: command.BFAdd, Key: []byte("f"), Items: item, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: capBytes})
+	ttl := func(now int64, ms bool) int64 {
+		return k.Read(&command.Cmd{Op: command.TTL, Key: []byte("f"), Now: now, Flag: ms}).Int
+	}
+	if got := k.Read(&command.Cmd{Op: command.TTL, Key: []byte("none"), Now: 1}).Int; got != -2 {
+		t.Fatalf("missing key: TTL %d, want -2", got)
+	}
+	if got := ttl(1, false); got != -1 {
+		t.Fatalf("no expiry: TTL %d, want -1", got)
+	}
+	k.setExpire(0, []byte("f"), k.Lookup(0, []byte("f"), 1), 10_000)
+	for _, c := range []struct {
+		now  int64
+		ms   bool
+		want int64
+	}{{1_000, true, 9_000}, {1_000, false, 9}, {9_400, false, 1}, {9_999, true, 1}, {10_000, true, -2}, {20_000, false, -2}} {
+		if got := ttl(c.now, c.ms); got != c.want {
+			t.Fatalf("expiry at 10000, now %d (ms %v): TTL %d, want %d", c.now, c.ms, got, c.want)
+		}
+	}
+}
