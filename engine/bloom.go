@@ -473,7 +473,7 @@ func (b *Bloom) prefetchFirst(h Hash, n uint32) {
 	words := b.words()
 	p := b.start(h)
 	for range n {
-		prefetch(&words[p.r>>6])
+		PrefetchLine(unsafe.Pointer(&words[p.r>>6]))
 		p = b.next(p, h)
 	}
 }

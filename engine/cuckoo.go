@@ -1,5 +1,7 @@
 package engine
 
+import "unsafe"
+
 // CuckooHash is RedisBloom's item hash for Cuckoo filters.
 func CuckooHash(item []byte) uint64 { return MurmurHash64A(item, 0) }
 
@@ -120,8 +122,8 @@ func (t *CuckooTable) Prefetch(l Lookup) {
 	if len(t.Data) <= cacheResident {
 		return
 	}
-	prefetchByte(&t.Data[t.index(l.H1)])
-	prefetchByte(&t.Data[t.index(l.H2)])
+	PrefetchLine(unsafe.Pointer(&t.Data[t.index(l.H1)]))
+	PrefetchLine(unsafe.Pointer(&t.Data[t.index(l.H2)]))
 }
 
 // Count counts the fingerprint in both candidate buckets; a bucket that is

@@ -1,12 +1,11 @@
 package engine
 
-// prefetch starts loading the cache line holding *p and returns at once
-// (PREFETCHT0): unlike a load, it does not hold up the instructions after it.
-//
-//go:noescape
-func prefetch(p *uint64)
+import "unsafe"
 
-// prefetchByte is prefetch for the line holding a byte (a Cuckoo bucket).
+// PrefetchLine starts loading the cache line holding p and returns at once
+// (PREFETCHT0): unlike a load, it does not hold up the instructions after
+// it. The filters load their bits ahead with it, and the key table its
+// groups.
 //
 //go:noescape
-func prefetchByte(p *byte)
+func PrefetchLine(p unsafe.Pointer)

@@ -2,6 +2,7 @@
 
 package engine
 
-func prefetch(*uint64) {}
+import "unsafe"
 
-func prefetchByte(*byte) {}
+// PrefetchLine is a no-op where no prefetch instruction is wired.
+func PrefetchLine(unsafe.Pointer) {}

@@ -38,3 +38,26 @@ func BenchmarkFirstWatch(b *testing.B) {
 	b.ResetTimer()
 	k.Apply(&command.Cmd{Op: command.Watch, Now: 1})
 }
+
+// BenchmarkCreateSmallEntries: BF.ADD tenant:N x auto-creating b.N
+// filters as the state machine applies them, in log entries of 1,000
+// commands (ApplyEntry, a result slice per entry), to keys in no order:
+// each creation misses the cache in the key table, as it does in a node
+// holding a million filters (PrefetchKey).
+func BenchmarkCreateSmallEntries(b *testing.B) {
+	k := New()
+	k.TrackChanges()
+	item := [][]byte{[]byte("x")}
+	cmds := make([]*command.Cmd, b.N)
+	for i := range cmds {
+		key := []byte("tenant:" + strconv.FormatUint(uint64(i)*0x9E3779B97F4A7C15>>20, 10))
+		cmds[i] = &command.Cmd{Op: command.BFAdd, Key: key, Items: item, Multi: true, ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: capBytes}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 1000 {
+		e := cmds[i:min(i+1000, b.N)]
+		out := make([]Result, len(e))
+		k.ApplyEntry(e, out, func() command.Users { return nil }, nil)
+	}
+}

@@ -211,6 +211,15 @@ func (k *Keyspace) Prefetch(c *command.Cmd) {
 	v.Bloom().PrefetchFirst(c.Items)
 }
 
+// PrefetchKey starts loading where the key table files c's key, for the
+// state machine to call a few commands before Prefetch: it changes
+// nothing and waits for nothing.
+func (k *Keyspace) PrefetchKey(c *command.Cmd) {
+	if len(c.Key) > 0 {
+		k.db(c.DB).keys.prefetch(c.Key)
+	}
+}
+
 // itemInts is the room for n per-item replies: none for one, which
 // appendInt gives from shared memory.
 func itemInts(n int) []int64 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bfserver/bfserver/engine"
 )
 
 // keyTable is a database's keys: a hash table that one writer changes
@@ -180,6 +182,16 @@ func (tb *ktTable) find(h uint64, key string) *ktSlot {
 		}
 		g = (g + i) & mask // triangular probing visits every group
 	}
+}
+
+// prefetch starts loading the first line of the group where a lookup of
+// key starts (its control word), without waiting for it: the state
+// machine calls it a few commands ahead, so that a lookup's first cache
+// miss, which creating a key always takes, overlaps the work before it.
+func (t *keyTable) prefetch(key []byte) {
+	h := t.hash(unsafe.String(unsafe.SliceData(key), len(key)))
+	tb := t.dir.Load().table(h)
+	engine.PrefetchLine(unsafe.Pointer(&tb.groups[(h>>7)&uint64(len(tb.groups)-1)]))
 }
 
 func (t *keyTable) len() int { return t.live }

@@ -247,8 +247,12 @@ func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() co
 	var next command.Users
 	for i := 0; i < len(cmds); i++ {
 		c := cmds[i]
-		// An entry holds hundreds of writes, mostly to a few big filters:
-		// start loading the bits of a later one now.
+		// An entry holds hundreds of writes, mostly to a few big filters
+		// or to many small ones: start loading a later one's key table
+		// group, and the bits of the one after this.
+		if j := i + 2*scalable.PrefetchAhead; j < len(cmds) {
+			k.PrefetchKey(cmds[j])
+		}
 		if j := i + scalable.PrefetchAhead; j < len(cmds) {
 			k.Prefetch(cmds[j])
 		}
