@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 // loading the next one's bits (session.prefetchNext), answer as they
 // would alone: after an add earlier in the same pipeline, in Bloom and
 // Cuckoo filters above the cache size, on a key of another type, a
-// missing key, with a wrong arity, in lower case, and with the last
-// command split across two writes.
+// missing key, with a wrong arity, in lower case, inline, past the
+// look-ahead's 512 bytes, queued in MULTI, and with the last command
+// split across two writes. A lookup the look-ahead parsed whole is run
+// from that parse: each case after a lookup checks it.
 func TestPipelinedLookups(t *testing.T) {
 	for _, mode := range ioModes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -28,27 +31,43 @@ func TestPipelinedLookups(t *testing.T) {
 			}
 			var in bytes.Buffer
 			var want []string
+			long := strings.Repeat("l", 600)
 			for _, c := range []struct {
 				cmd   []string
 				reply string
+				raw   string // sent as it is (an inline command) instead of cmd
 			}{
-				{[]string{"BF.EXISTS", "big", "a"}, ":0\r\n"},
-				{[]string{"BF.ADD", "big", "a"}, ":1\r\n"},
-				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n"},
-				{[]string{"bf.exists", "big", "a"}, ":1\r\n"},
-				{[]string{"BF.MEXISTS", "big", "b", "a"}, "*2\r\n:0\r\n:1\r\n"},
-				{[]string{"CF.EXISTS", "cf", "a"}, ":0\r\n"},
-				{[]string{"CF.ADD", "cf", "a"}, ":1\r\n"},
-				{[]string{"CF.EXISTS", "cf", "a"}, ":1\r\n"},
-				{[]string{"CF.MEXISTS", "cf", "a", "b"}, "*2\r\n:1\r\n:0\r\n"},
-				{[]string{"BF.EXISTS", "s", "a"}, ":0\r\n"}, // RedisBloom's answer on another type
-				{[]string{"CF.EXISTS", "s", "a"}, ":0\r\n"},
-				{[]string{"BF.EXISTS", "missing", "a"}, ":0\r\n"},
-				{[]string{"BF.EXISTS", "big"}, "-ERR wrong number of arguments for 'bf.exists' command\r\n"},
-				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n"},
-				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n"}, // split below
+				{[]string{"BF.EXISTS", "big", "a"}, ":0\r\n", ""},
+				{[]string{"BF.ADD", "big", "a"}, ":1\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n", ""},
+				{[]string{"bf.exists", "big", "a"}, ":1\r\n", ""},
+				{[]string{"BF.MEXISTS", "big", "b", "a"}, "*2\r\n:0\r\n:1\r\n", ""},
+				{[]string{"CF.EXISTS", "cf", "a"}, ":0\r\n", ""},
+				{[]string{"CF.ADD", "cf", "a"}, ":1\r\n", ""},
+				{[]string{"CF.EXISTS", "cf", "a"}, ":1\r\n", ""},
+				{[]string{"CF.MEXISTS", "cf", "a", "b"}, "*2\r\n:1\r\n:0\r\n", ""},
+				{[]string{"BF.EXISTS", "s", "a"}, ":0\r\n", ""}, // RedisBloom's answer on another type
+				{[]string{"CF.EXISTS", "s", "a"}, ":0\r\n", ""},
+				{[]string{"BF.EXISTS", "missing", "a"}, ":0\r\n", ""},
+				{[]string{"BF.EXISTS", "big"}, "-ERR wrong number of arguments for 'bf.exists' command\r\n", ""},
+				{nil, ":1\r\n", "BF.EXISTS big a\r\n"},
+				{nil, ":0\r\n", "bf.exists big zz\r\n"},
+				{[]string{"BF.ADD", "big", long}, ":1\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n", ""},
+				{[]string{"BF.EXISTS", "big", long}, ":1\r\n", ""},
+				{[]string{"BF.EXISTS", "big", long + "m"}, ":0\r\n", ""},
+				{[]string{"MULTI"}, "+OK\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "a"}, "+QUEUED\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "zz"}, "+QUEUED\r\n", ""},
+				{[]string{"EXEC"}, "*2\r\n:1\r\n:0\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n", ""},
+				{[]string{"BF.EXISTS", "big", "a"}, ":1\r\n", ""}, // split below
 			} {
-				in.Write(golden.Encode(argv(c.cmd...)))
+				if c.raw != "" {
+					in.WriteString(c.raw)
+				} else {
+					in.Write(golden.Encode(argv(c.cmd...)))
+				}
 				want = append(want, c.reply)
 			}
 			b := in.Bytes()

@@ -40,8 +40,12 @@ type session struct {
 	lastName [16]byte
 	lastLen  int
 	lastSpec *spec
-	// ahead is prefetchNext's room for the next command's arguments.
-	ahead [][]byte
+	// ahead is prefetchNext's room for the next command's arguments. When
+	// that command parsed whole, aheadUsed is its length and aheadAt where
+	// it starts in the batch's buffer: the batch takes it from there
+	// instead of parsing it again (0: none kept).
+	ahead              [][]byte
+	aheadAt, aheadUsed int
 
 	db     uint8
 	authed bool
@@ -223,9 +227,21 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 	s.inline = inline
 	s.barrierDone = false
 	s.now = s.srv.opts.Now()
+	s.aheadUsed = 0
 	for !s.closing {
 		s.adm.qnow = len(buf) - pos
-		a, used, perr := resp.ParseCommand(buf[pos:], lim, !s.needAuth(), s.args, &s.part)
+		var a [][]byte
+		var used int
+		var perr error
+		if s.aheadUsed > 0 && s.aheadAt == pos {
+			// The look-ahead parsed it, with the same limits and rights
+			// (a lookup changes neither); a complete command leaves
+			// s.part untouched.
+			a, used = s.ahead, s.aheadUsed
+			s.ahead, s.aheadUsed = s.args, 0
+		} else {
+			a, used, perr = resp.ParseCommand(buf[pos:], lim, !s.needAuth(), s.args, &s.part)
+		}
 		if perr == resp.ErrIncomplete {
 			break
 		}
@@ -256,7 +272,7 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 			}
 		}
 		if next := pos + used; next < len(buf) && s.isLookup(a) {
-			s.prefetchNext(buf[next:])
+			s.prefetchNext(buf, next)
 		}
 		s.dispatch(a)
 		s.turnWrite = false
@@ -272,6 +288,10 @@ func (s *session) batch(buf []byte, inline bool) (pos int, park bool) {
 	}
 	if !s.turnHeld {
 		s.flushPending()
+	}
+	if s.aheadUsed > 0 {
+		s.aheadUsed = 0
+		clear(s.ahead) // it aliases the input
 	}
 	s.settle()
 	s.inline = false
@@ -296,19 +316,22 @@ func (s *session) isLookup(args [][]byte) bool {
 // (keyspace.PrefetchExists): the lookups' cache misses then overlap the
 // work between them. The next command is parsed here only to look, and
 // only when it is small (a large one is not a lookup worth it, and would
-// be parsed twice); the batch parses it again in its turn. A client yet
-// to authenticate gets no look-ahead: its lookups are refused.
-func (s *session) prefetchNext(rest []byte) {
+// be parsed twice). A lookup parsed here whole is kept for the batch to
+// run when it gets to next, not parsed again. A client yet to
+// authenticate gets no look-ahead: its lookups are refused.
+func (s *session) prefetchNext(buf []byte, next int) {
 	if s.needAuth() {
 		return
 	}
-	rest = rest[:min(len(rest), maxLookAhead)]
-	a, _, err := resp.ParseCommand(rest, &s.srv.opts.Limits, true, s.ahead[:0], nil)
+	rest := buf[next:min(len(buf), next+maxLookAhead)]
+	a, used, err := resp.ParseCommand(rest, &s.srv.opts.Limits, true, s.ahead[:0], nil)
 	if a != nil {
 		s.ahead = a // grown or not, kept for the next look
 	}
 	if err == nil && s.isLookup(a) {
 		s.srv.backend.State().PrefetchExists(s.db, a[1], a[2], s.now.UnixMilli())
+		s.aheadAt, s.aheadUsed = next, used
+		return
 	}
 	clear(s.ahead) // it aliases the input
 }
