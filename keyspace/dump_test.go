@@ -131,11 +131,11 @@ func TestResultsRoundTrip(t *testing.T) {
 	in := []Result{
 		{},
 		{Err: ErrWrongType},
-		{Ints: []int64{1, 0, -1}, Tail: ErrNonScalingFull},
-		{Int: -7, Bytes: []byte{}, Null: false},
+		{Ints: []int64{1, 0, -1}, More: &More{Tail: ErrNonScalingFull}},
+		{Int: -7, More: &More{Bytes: []byte{}}, Null: false},
 		{Null: true},
-		{List: [][]byte{[]byte("a"), {}}},
-		{BF: &BFInfo{Capacity: 100, Size: 240, Filters: 1, Items: 3, Expansion: 2, NonScaling: true}},
+		{More: &More{List: [][]byte{[]byte("a"), {}}}},
+		{More: &More{BF: &BFInfo{Capacity: 100, Size: 240, Filters: 1, Items: 3, Expansion: 2, NonScaling: true}}},
 	}
 	k := New()
 	k.Apply(&command.Cmd{Op: command.CFAdd, Key: []byte("c"), Items: [][]byte{[]byte("x")}, Capacity: 8, BucketSize: 2, MaxIterations: 20, Expansion: 1, MaxExpansions: 32, MaxBytes: capBytes})

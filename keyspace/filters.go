@@ -185,12 +185,12 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 	} else {
 		r.Ints, err = ch.AddMany(c.Items, c.MaxBytes, r.Ints)
 	}
-	if err != nil {
-		r.Tail = mapScalable(err)
-	}
 	k.changed(c.DB, c.Key)
-	if !c.Multi && r.Tail != nil {
-		return Result{Err: r.Tail}
+	if err != nil {
+		if !c.Multi {
+			return Result{Err: mapScalable(err)}
+		}
+		r.more().Tail = mapScalable(err)
 	}
 	return r
 }
@@ -319,6 +319,7 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 		return Result{Err: ErrMaxExpansions}
 	}
 	r := Result{Ints: itemInts(len(c.Items))}
+	var tail error
 	for _, it := range c.Items {
 		switch v.Cuckoo().Insert(it, c.NX, c.MaxBytes) {
 		case scalable.Inserted:
@@ -327,17 +328,16 @@ func (k *Keyspace) cfAdd(c *command.Cmd) Result {
 			r.Ints = appendInt(r.Ints, 0)
 		case scalable.NoSpace:
 			r.Ints = appendInt(r.Ints, -1)
-			r.Tail = ErrFilterFull
+			tail = ErrFilterFull
 		case scalable.NoMemory:
 			r.Ints = appendInt(r.Ints, -1)
-			r.Tail = ErrNoMemory
+			tail = ErrNoMemory
 		}
 	}
 	k.changed(c.DB, c.Key)
-	if c.Multi {
-		r.Tail = nil // CF.INSERT reports a full filter per item, as -1
-	} else if r.Tail != nil {
-		return Result{Err: r.Tail}
+	// CF.INSERT (Multi) reports a full filter per item, as -1.
+	if !c.Multi && tail != nil {
+		return Result{Err: tail}
 	}
 	return r
 }

@@ -245,20 +245,89 @@ func NewLoading() *Keyspace {
 }
 
 // Result is the typed outcome of a command; resp renders it per protocol.
+// A log entry's commands each get one, so it holds what writes answer
+// (an error, an integer, per-item integers) and points to the rest: 64
+// bytes, one cache line, instead of 136 (BenchmarkCreateSmallEntries).
 type Result struct {
-	Err   error    // the command failed: the reply is this error alone
-	Int   int64    // integer replies
-	Ints  []int64  // per-item replies; a write's may be shared, read-only memory (appendInt)
+	Err  error   // the command failed: the reply is this error alone
+	Int  int64   // integer replies
+	Ints []int64 // per-item replies; a write's may be shared, read-only memory (appendInt)
+	More *More   // the rarer replies; nil when none
+	Null bool    // the bulk reply is null
+	// Found: the key a membership read (BF/CF EXISTS, CF.COUNT) looked up
+	// exists, of whatever type (INFO's keyspace_hits).
+	Found bool
+}
+
+// A Result stays one cache line.
+var _ [64 - unsafe.Sizeof(Result{})]struct{}
+
+// More is what a Result rarely holds.
+type More struct {
 	Tail  error    // an error element after Ints (BF.MADD on a full filter)
 	Bytes []byte   // bulk replies (chunks, strings)
 	List  [][]byte // KEYS, SCAN, BF.DEBUG lines
 	BF    *BFInfo
 	CF    *scalable.CuckooInfo
-	Null  bool // the bulk reply is null
-	// Found: the key a membership read (BF/CF EXISTS, CF.COUNT) looked up
-	// exists, of whatever type (INFO's keyspace_hits).
-	Found bool
 }
+
+// Tail, Bytes, List, BF and CF are r.More's, zero when it is nil.
+func (r Result) Tail() error {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.Tail
+}
+
+func (r Result) Bytes() []byte {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.Bytes
+}
+
+func (r Result) List() [][]byte {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.List
+}
+
+func (r Result) BF() *BFInfo {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.BF
+}
+
+func (r Result) CF() *scalable.CuckooInfo {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.CF
+}
+
+// more is r.More, made if need be.
+func (r *Result) more() *More {
+	if r.More == nil {
+		r.More = new(More)
+	}
+	return r.More
+}
+
+// bytesResult is a bulk reply of b (nil: none).
+func bytesResult(b []byte) Result { return Result{More: bytesMore(b)} }
+
+// bytesMore is a More of b, nil when b is.
+func bytesMore(b []byte) *More {
+	if b == nil {
+		return nil
+	}
+	return &More{Bytes: b}
+}
+
+// listResult is a list reply of l.
+func listResult(l [][]byte) Result { return Result{More: &More{List: l}} }
 
 // BFInfo is BF.INFO's fields.
 type BFInfo struct {

@@ -112,25 +112,25 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		switch c.Op {
 		case command.BFInfo:
 			var one [1]*scalable.Link
-			return Result{BF: &BFInfo{Capacity: ch.Capacity(), Size: ch.MemUsage(),
+			return Result{More: &More{BF: &BFInfo{Capacity: ch.Capacity(), Size: ch.MemUsage(),
 				Filters: uint64(len(ch.LinksIn(&one))), Items: ch.Size(), Expansion: uint64(ch.Growth),
-				NonScaling: ch.NonScaling()}}
+				NonScaling: ch.NonScaling()}}}
 		case command.BFDebug:
 			lines := ch.Debug()
 			out := make([][]byte, len(lines))
 			for i, l := range lines {
 				out[i] = []byte(l)
 			}
-			return Result{List: out}
+			return listResult(out)
 		}
 		if c.Flag {
 			return Result{Err: ErrIterNotNumeric}
 		}
 		if c.Iter == 0 {
-			return Result{Int: 1, Bytes: ch.Header()}
+			return Result{Int: 1, More: bytesMore(ch.Header())}
 		}
 		next, b := ch.Chunk(c.Iter)
-		return Result{Int: next, Bytes: b}
+		return Result{Int: next, More: bytesMore(b)}
 	case command.BFCard:
 		v, err := k.readKind(c, KindBloom)
 		if err == ErrNotFound {
@@ -149,21 +149,21 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		switch c.Op {
 		case command.CFInfo:
 			info := cf.Info()
-			return Result{CF: &info}
+			return Result{More: &More{CF: &info}}
 		case command.CFDebug:
-			return Result{Bytes: []byte(cf.Debug())}
+			return bytesResult([]byte(cf.Debug()))
 		}
 		if cf.Items() == 0 {
 			return Result{Null: true}
 		}
 		if c.Iter == 0 {
-			return Result{Int: 1, Bytes: cf.Header()}
+			return Result{Int: 1, More: bytesMore(cf.Header())}
 		}
 		next, b, ok := cf.Chunk(c.Iter)
 		if !ok {
 			return Result{Null: true}
 		}
-		return Result{Int: next, Bytes: b}
+		return Result{Int: next, More: bytesMore(b)}
 	case command.Exists:
 		n := 0
 		for _, key := range c.Keys {
@@ -175,9 +175,9 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 	case command.Type:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		if v == nil {
-			return Result{Bytes: []byte("none")}
+			return bytesResult([]byte("none"))
 		}
-		return Result{Bytes: []byte(v.Kind.TypeName())}
+		return bytesResult([]byte(v.Kind.TypeName()))
 	case command.TTL:
 		return k.ttl(c)
 	case command.Keys:
@@ -188,7 +188,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 			}
 			return true
 		})
-		return Result{List: out}
+		return listResult(out)
 	case command.Scan:
 		return k.scan(c)
 	case command.DBSize:
@@ -205,7 +205,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if len(keys) == 0 {
 			return Result{Null: true}
 		}
-		return Result{Bytes: []byte(keys[rand.IntN(len(keys))])}
+		return bytesResult([]byte(keys[rand.IntN(len(keys))]))
 	case command.Get:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		if v == nil {
@@ -214,20 +214,20 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v.Kind != KindString {
 			return Result{Err: ErrWrongType}
 		}
-		return Result{Bytes: []byte(v.Str())}
+		return bytesResult([]byte(v.Str()))
 	case command.Encoding:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		switch {
 		case v == nil:
 			return Result{Null: true}
 		case v.Kind != KindString:
-			return Result{Bytes: []byte("raw")}
+			return bytesResult([]byte("raw"))
 		case intEncoded(v.Str()):
-			return Result{Bytes: []byte("int")}
+			return bytesResult([]byte("int"))
 		case len(v.Str()) <= embstrMax:
-			return Result{Bytes: []byte("embstr")}
+			return bytesResult([]byte("embstr"))
 		}
-		return Result{Bytes: []byte("raw")}
+		return bytesResult([]byte("raw"))
 	case command.MemUsage:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		if v == nil {
@@ -239,7 +239,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if v == nil {
 			return Result{Null: true}
 		}
-		return Result{Bytes: []byte(Digest(v))}
+		return bytesResult([]byte(Digest(v)))
 	case command.Dump:
 		v := k.Lookup(c.DB, c.Key, c.Now)
 		if v == nil {
@@ -248,7 +248,7 @@ func (k *Keyspace) Read(c *command.Cmd) Result {
 		if dumpWrites(v) {
 			return Result{Err: ErrNeedsLog}
 		}
-		return Result{Bytes: EncodeDump(v)}
+		return bytesResult(EncodeDump(v))
 	}
 	return Result{Err: ErrInvalidCommand}
 }
@@ -325,5 +325,5 @@ func (k *Keyspace) scan(c *command.Cmd) Result {
 		out = append(out, []byte(key))
 		return true
 	})
-	return Result{Int: next, List: out}
+	return Result{Int: next, More: &More{List: out}}
 }

@@ -34,9 +34,14 @@ var ErrBadResults = errors.New("keyspace: corrupt results")
 // answer with the leader's results.
 func EncodeResults(rs []Result) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(rs)))
+	var none More
 	for _, r := range rs {
+		m := r.More
+		if m == nil {
+			m = &none
+		}
 		b = binary.AppendUvarint(b, errorCode(r.Err))
-		b = binary.AppendUvarint(b, errorCode(r.Tail))
+		b = binary.AppendUvarint(b, errorCode(m.Tail))
 		b = binary.AppendVarint(b, r.Int)
 		b = binary.AppendUvarint(b, uint64(len(r.Ints)))
 		for _, v := range r.Ints {
@@ -46,26 +51,26 @@ func EncodeResults(rs []Result) []byte {
 		if r.Null {
 			flags |= 1
 		}
-		if r.Bytes != nil {
+		if m.Bytes != nil {
 			flags |= 2
 		}
-		if r.BF != nil {
+		if m.BF != nil {
 			flags |= 4
 		}
-		if r.CF != nil {
+		if m.CF != nil {
 			flags |= 8
 		}
 		b = append(b, flags)
-		b = wire.AppendBytes(b, r.Bytes)
-		b = wire.AppendList(b, r.List)
-		if r.BF != nil {
-			for _, v := range []uint64{r.BF.Capacity, r.BF.Size, r.BF.Filters, r.BF.Items, r.BF.Expansion} {
+		b = wire.AppendBytes(b, m.Bytes)
+		b = wire.AppendList(b, m.List)
+		if m.BF != nil {
+			for _, v := range []uint64{m.BF.Capacity, m.BF.Size, m.BF.Filters, m.BF.Items, m.BF.Expansion} {
 				b = binary.AppendUvarint(b, v)
 			}
-			b = append(b, boolByte(r.BF.NonScaling))
+			b = append(b, boolByte(m.BF.NonScaling))
 		}
-		if r.CF != nil {
-			c := r.CF
+		if m.CF != nil {
+			c := m.CF
 			for _, v := range []uint64{c.Size, c.NumBuckets, c.NumFilters, c.NumItems, c.NumDeletes,
 				uint64(c.BucketSize), uint64(c.MaxIterations), uint64(c.Expansion), c.Slots} {
 				b = binary.AppendUvarint(b, v)
@@ -110,7 +115,8 @@ func DecodeResults(b []byte) ([]Result, error) {
 	for i := 0; i < n && !d.Bad; i++ {
 		out = append(out, Result{})
 		r := &out[i]
-		r.Err, r.Tail, r.Int = d.err(), d.err(), d.Varint()
+		var m More
+		r.Err, m.Tail, r.Int = d.err(), d.err(), d.Varint()
 		if n := d.Count(); n > 0 {
 			r.Ints = make([]int64, 0, min(n, decodeStep))
 			for j := 0; j < n && !d.Bad; j++ {
@@ -119,33 +125,36 @@ func DecodeResults(b []byte) ([]Result, error) {
 		}
 		flags := d.Byte()
 		r.Null = flags&1 != 0
-		r.Bytes = d.Bytes()
-		if flags&2 != 0 && r.Bytes == nil {
-			r.Bytes = []byte{}
+		m.Bytes = d.Bytes()
+		if flags&2 != 0 && m.Bytes == nil {
+			m.Bytes = []byte{}
 		}
 		if n := d.Count(); n > 0 {
-			r.List = make([][]byte, 0, min(n, decodeStep))
+			m.List = make([][]byte, 0, min(n, decodeStep))
 			for j := 0; j < n && !d.Bad; j++ {
 				v := d.Bytes()
 				if v == nil {
 					v = []byte{}
 				}
-				r.List = append(r.List, v)
+				m.List = append(m.List, v)
 			}
 		}
 		if flags&4 != 0 {
-			r.BF = &BFInfo{Capacity: d.Uvarint(), Size: d.Uvarint(), Filters: d.Uvarint(), Items: d.Uvarint(), Expansion: d.Uvarint()}
-			r.BF.NonScaling = d.Byte() == 1
+			m.BF = &BFInfo{Capacity: d.Uvarint(), Size: d.Uvarint(), Filters: d.Uvarint(), Items: d.Uvarint(), Expansion: d.Uvarint()}
+			m.BF.NonScaling = d.Byte() == 1
 		}
 		if flags&8 != 0 {
-			r.CF = &scalable.CuckooInfo{Size: d.Uvarint(), NumBuckets: d.Uvarint(), NumFilters: d.Uvarint(),
+			m.CF = &scalable.CuckooInfo{Size: d.Uvarint(), NumBuckets: d.Uvarint(), NumFilters: d.Uvarint(),
 				NumItems: d.Uvarint(), NumDeletes: d.Uvarint()}
 			bs, mi, ex := d.Uvarint(), d.Uvarint(), d.Uvarint()
 			if bs > math.MaxUint16 || mi > math.MaxUint16 || ex > math.MaxUint16 {
 				return nil, ErrBadResults
 			}
-			r.CF.BucketSize, r.CF.MaxIterations, r.CF.Expansion = uint16(bs), uint16(mi), uint16(ex)
-			r.CF.Slots = d.Uvarint()
+			m.CF.BucketSize, m.CF.MaxIterations, m.CF.Expansion = uint16(bs), uint16(mi), uint16(ex)
+			m.CF.Slots = d.Uvarint()
+		}
+		if m.Tail != nil || m.Bytes != nil || m.List != nil || m.BF != nil || m.CF != nil {
+			r.More = &m
 		}
 		if d.Bad {
 			return nil, ErrBadResults

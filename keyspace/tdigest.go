@@ -272,27 +272,27 @@ func (k *Keyspace) tdQuery(c *command.Cmd, apply bool) Result {
 func tdAnswer(d *tdigest.Digest, c *command.Cmd) Result {
 	switch c.Op {
 	case command.TDMin:
-		return Result{Bytes: command.Floats([]float64{d.Min()})}
+		return bytesResult(command.Floats([]float64{d.Min()}))
 	case command.TDMax:
-		return Result{Bytes: command.Floats([]float64{d.Max()})}
+		return bytesResult(command.Floats([]float64{d.Max()}))
 	case command.TDInfo:
 		vals := d.Info().Values()
 		return Result{Ints: vals[:]}
 	case command.TDQuantile:
-		return Result{Bytes: command.Floats(d.Quantiles(command.FloatsOf(c.Data)))}
+		return bytesResult(command.Floats(d.Quantiles(command.FloatsOf(c.Data))))
 	case command.TDCDF:
-		return Result{Bytes: command.Floats(d.CDF(command.FloatsOf(c.Data)))}
+		return bytesResult(command.Floats(d.CDF(command.FloatsOf(c.Data))))
 	case command.TDTrimmedMean:
 		cuts := command.FloatsOf(c.Data)
 		if len(cuts) != 2 {
 			// Validate refuses it; a read is not validated again here.
 			return Result{Err: ErrInvalidCommand}
 		}
-		return Result{Bytes: command.Floats([]float64{d.TrimmedMean(cuts[0], cuts[1])})}
+		return bytesResult(command.Floats([]float64{d.TrimmedMean(cuts[0], cuts[1])}))
 	case command.TDRank:
 		return Result{Ints: d.Ranks(command.FloatsOf(c.Data), c.Flag)}
 	case command.TDByRank:
-		return Result{Bytes: command.Floats(d.ByRanks(command.Int64sOf(c.Data), c.Flag))}
+		return bytesResult(command.Floats(d.ByRanks(command.Int64sOf(c.Data), c.Flag)))
 	}
 	return Result{Err: ErrInvalidCommand}
 }
@@ -324,5 +324,5 @@ func (k *Keyspace) applyDump(c *command.Cmd) Result {
 		sk.mu.Unlock()
 		k.sketchChanged(c.DB, c.Key, sk, chunks)
 	}
-	return Result{Bytes: EncodeDump(v)}
+	return bytesResult(EncodeDump(v))
 }

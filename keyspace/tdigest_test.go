@@ -69,7 +69,7 @@ func TestTDigestReplicasAgree(t *testing.T) {
 				compressed++
 			} else {
 				ra := a.Apply(c)
-				if !bytes.Equal(r.Bytes, ra.Bytes) || !slices.Equal(r.Ints, ra.Ints) {
+				if !bytes.Equal(r.Bytes(), ra.Bytes()) || !slices.Equal(r.Ints, ra.Ints) {
 					t.Fatalf("entry %d: Read %+v, Apply %+v", i, r, ra)
 				}
 				b.Apply(c)
@@ -77,12 +77,12 @@ func TestTDigestReplicasAgree(t *testing.T) {
 			}
 		}
 		ra, rb := a.Apply(c), b.Apply(c)
-		if ra.Err != rb.Err || !bytes.Equal(ra.Bytes, rb.Bytes) || !slices.Equal(ra.Ints, rb.Ints) {
+		if ra.Err != rb.Err || !bytes.Equal(ra.Bytes(), rb.Bytes()) || !slices.Equal(ra.Ints, rb.Ints) {
 			t.Fatalf("entry %d (%v): %+v and %+v", i, c.Op, ra, rb)
 		}
 		if ra.Err == nil && !c.Op.IsWrite() && c.Op != command.Dump {
 			// Compressed by the log: a replica's read now answers the same.
-			if r := a.Read(c); r.Err != nil || !bytes.Equal(r.Bytes, ra.Bytes) || !slices.Equal(r.Ints, ra.Ints) {
+			if r := a.Read(c); r.Err != nil || !bytes.Equal(r.Bytes(), ra.Bytes()) || !slices.Equal(r.Ints, ra.Ints) {
 				t.Fatalf("entry %d: after the log, Read %+v, Apply %+v", i, r, ra)
 			}
 		}
@@ -108,7 +108,7 @@ func TestTDigestReplicasAgree(t *testing.T) {
 		t.Fatal("the image lost state")
 	}
 	q := tdQuantile("x", 0.5)
-	if ra, rc := apply(t, a, q), apply(t, c, q); !bytes.Equal(ra.Bytes, rc.Bytes) || Digest(a.Lookup(0, []byte("x"), 0)) != Digest(c.Lookup(0, []byte("x"), 0)) {
+	if ra, rc := apply(t, a, q), apply(t, c, q); !bytes.Equal(ra.Bytes(), rc.Bytes()) || Digest(a.Lookup(0, []byte("x"), 0)) != Digest(c.Lookup(0, []byte("x"), 0)) {
 		t.Fatal("a node loaded from the image diverged")
 	}
 	if got, want := a.Bytes(), a.countBytes(); got != want {
@@ -127,17 +127,17 @@ func TestTDigestDump(t *testing.T) {
 	if r := k.Read(dump); r.Err != ErrNeedsLog {
 		t.Fatalf("Read of DUMP of a buffered digest: %+v", r)
 	}
-	p := apply(t, k, dump).Bytes
+	p := apply(t, k, dump).Bytes()
 	info := k.Read(&command.Cmd{Op: command.TDInfo, Key: []byte("d")}).Ints
 	if info[2] == 0 || info[3] != 0 || info[7] != 1 {
 		t.Fatalf("INFO after DUMP: %v", info)
 	}
-	if r := k.Read(dump); r.Err != nil || !bytes.Equal(r.Bytes, p) {
+	if r := k.Read(dump); r.Err != nil || !bytes.Equal(r.Bytes(), p) {
 		t.Fatalf("Read of DUMP once compressed: %+v", r)
 	}
 	apply(t, k, &command.Cmd{Op: command.Restore, Key: []byte("r"), Data: p})
 	want := k.Read(tdQuantile("d", 0, 0.3, 0.5, 1))
-	if got := k.Read(tdQuantile("r", 0, 0.3, 0.5, 1)); got.Err != nil || !bytes.Equal(got.Bytes, want.Bytes) {
+	if got := k.Read(tdQuantile("r", 0, 0.3, 0.5, 1)); got.Err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("restored quantiles %+v, want %+v", got, want)
 	}
 	if v := k.Lookup(0, []byte("r"), 0); v.Kind.TypeName() != "TDIS-TYPE" {

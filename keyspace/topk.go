@@ -67,17 +67,17 @@ func (k *Keyspace) topkAdd(c *command.Cmd) Result {
 	if c.Iter >= 0 {
 		n = int(c.Iter)
 	}
-	r := Result{Ints: make([]int64, n), List: make([][]byte, n)}
+	r := Result{Ints: make([]int64, n), More: &More{List: make([][]byte, n)}}
 	t := sk.topk()
 	sk.mu.Lock()
 	for i := range n {
 		if out, _ := t.Add(c.Items[i], uint32(command.Int64At(c.Data, i))); out != nil {
-			r.Ints[i], r.List[i] = 1, topk.CString(out)
+			r.Ints[i], r.More.List[i] = 1, topk.CString(out)
 		}
 	}
 	sk.mu.Unlock()
 	if c.Iter >= 0 {
-		r.Tail = ErrTopKIncrement
+		r.More.Tail = ErrTopKIncrement
 	}
 	k.changed(c.DB, c.Key)
 	return r
@@ -98,12 +98,12 @@ func (k *Keyspace) readTopK(c *command.Cmd) Result {
 	switch c.Op {
 	case command.TopKInfo:
 		return Result{Ints: []int64{int64(t.K), int64(t.Width), int64(t.Depth)},
-			Bytes: binary.LittleEndian.AppendUint64(nil, math.Float64bits(t.Decay))}
+			More: &More{Bytes: binary.LittleEndian.AppendUint64(nil, math.Float64bits(t.Decay))}}
 	case command.TopKList:
 		l := t.List()
-		r := Result{Ints: make([]int64, 2*len(l)), List: make([][]byte, len(l))}
+		r := Result{Ints: make([]int64, 2*len(l)), More: &More{List: make([][]byte, len(l))}}
 		for i, h := range l {
-			r.Ints[2*i], r.List[i] = int64(h.Count), append([]byte{}, topk.CString(h.Item)...)
+			r.Ints[2*i], r.More.List[i] = int64(h.Count), append([]byte{}, topk.CString(h.Item)...)
 			if h.Item == nil {
 				r.Ints[2*i+1] = 1
 			}

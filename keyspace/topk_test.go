@@ -40,8 +40,8 @@ func TestTopKReplicasAgree(t *testing.T) {
 			t.Fatalf("entry %d: %+v and %+v", i, ra, rb)
 		}
 		for j := range ra.Ints {
-			if ra.Ints[j] != rb.Ints[j] || string(ra.List[j]) != string(rb.List[j]) {
-				t.Fatalf("entry %d item %d: expelled %q/%d and %q/%d", i, j, ra.List[j], ra.Ints[j], rb.List[j], rb.Ints[j])
+			if ra.Ints[j] != rb.Ints[j] || string(ra.List()[j]) != string(rb.List()[j]) {
+				t.Fatalf("entry %d item %d: expelled %q/%d and %q/%d", i, j, ra.List()[j], ra.Ints[j], rb.List()[j], rb.Ints[j])
 			}
 		}
 	}
@@ -65,8 +65,8 @@ func TestTopKReplicasAgree(t *testing.T) {
 	apply(t, a, &command.Cmd{Op: command.Restore, Key: []byte("r"), Data: EncodeDump(va), MaxBytes: capBytes})
 	r := a.Read(&command.Cmd{Op: command.TopKList, Key: []byte("r"), Flag: true})
 	want := a.Read(&command.Cmd{Op: command.TopKList, Key: []byte("t"), Flag: true})
-	if len(r.List) != len(want.List) {
-		t.Fatalf("restored list %q, want %q", r.List, want.List)
+	if len(r.List()) != len(want.List()) {
+		t.Fatalf("restored list %q, want %q", r.List(), want.List())
 	}
 	if got, want := a.Bytes(), a.countBytes(); got != want {
 		t.Errorf("memory total %d, recount %d", got, want)
@@ -95,7 +95,7 @@ func TestTopKErrors(t *testing.T) {
 	}
 	c := &command.Cmd{Op: command.TopKAdd, Key: []byte("t"), Items: [][]byte{[]byte("a"), []byte("b")}, Data: command.Int64s([]int64{2, 0}), Iter: 1}
 	r := apply(t, k, c)
-	if r.Tail != ErrTopKIncrement || len(r.Ints) != 1 {
+	if r.Tail() != ErrTopKIncrement || len(r.Ints) != 1 {
 		t.Fatalf("INCRBY with a bad last increment: %+v", r)
 	}
 	if r := k.Read(&command.Cmd{Op: command.TopKCount, Key: []byte("t"), Items: [][]byte{[]byte("a"), []byte("b")}}); r.Ints[0] != 2 || r.Ints[1] != 0 {

@@ -193,10 +193,10 @@ func (k *Keyspace) readWindow(c *command.Cmd) Result {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if c.Op == command.WInfo {
-		return Result{List: WindowInfo(w.f.Info(c.Now))}
+		return listResult(WindowInfo(w.f.Info(c.Now)))
 	}
 	next, data := w.f.ScanDump(c.Iter, int(min(c.Count, window.MaxChunk)))
-	return Result{Int: next, Bytes: data, Null: data == nil}
+	return Result{Int: next, More: bytesMore(data), Null: data == nil}
 }
 
 // WindowInfo is BFX.WINFO's fields as name, value pairs, values in their

@@ -85,7 +85,7 @@ func TestWindowCommands(t *testing.T) {
 	c := windowCmd(t, command.WAdd, "t", window.Time, 60000, 500, 0.001)
 	c.Items, c.Multi, c.Now = [][]byte{[]byte("a")}, true, 1000
 	apply(t, k, c)
-	info := k.Read(&command.Cmd{Op: command.WInfo, Key: []byte("t"), Now: 1000}).List
+	info := k.Read(&command.Cmd{Op: command.WInfo, Key: []byte("t"), Now: 1000}).List()
 	if string(info[0]) != "Window type" || string(info[1]) != "time" || string(info[3]) != "60000" {
 		t.Errorf("WINFO: %q", info[:4])
 	}

@@ -50,7 +50,7 @@ func digests(k *keyspace.Keyspace) map[string]string {
 			d := keyspace.Digest(v)
 			if v.Kind == keyspace.KindWindow {
 				r := k.Read(&command.Cmd{Op: command.WInfo, DB: db, Key: []byte(key)})
-				d += fmt.Sprintf(" %q", r.List)
+				d += fmt.Sprintf(" %q", r.List())
 			}
 			out[strconv.Itoa(int(db))+"/"+key] = d
 			return true

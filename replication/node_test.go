@@ -227,7 +227,7 @@ func TestSoleVoterServesBeforeElection(t *testing.T) {
 		t.Fatal("elected already: the test shows nothing (heartbeat timeout 500ms)")
 	}
 	info := func() uint64 {
-		return n.State().Read(&command.Cmd{Op: command.CFInfo, Key: []byte("c")}).CF.NumItems
+		return n.State().Read(&command.Cmd{Op: command.CFInfo, Key: []byte("c")}).CF().NumItems
 	}
 	if got := info(); got != 51 {
 		t.Fatalf("before the election the node holds %d items, want 51", got)

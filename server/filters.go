@@ -387,7 +387,7 @@ func renderBulk(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		w.Null()
 		return
 	}
-	w.Bulk(r.Bytes)
+	w.Bulk(r.Bytes())
 }
 
 func renderCount(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Int(r.Ints[0]) }
@@ -400,15 +400,15 @@ func renderBools(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		return
 	}
 	n := len(r.Ints)
-	if r.Tail != nil {
+	if r.Tail() != nil {
 		n++
 	}
 	w.Array(n)
 	for _, v := range r.Ints {
 		w.Bool(v == 1)
 	}
-	if r.Tail != nil {
-		w.Error(wireError(r.Tail))
+	if r.Tail() != nil {
+		w.Error(wireError(r.Tail()))
 	}
 }
 
@@ -432,7 +432,7 @@ func renderBFInfo(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		w.Error(msgInvalidInfo)
 		return
 	}
-	i := r.BF
+	i := r.BF()
 	vals := [...]uint64{0, i.Capacity, i.Size, i.Filters, i.Items, i.Expansion}
 	field := func(f uint8) {
 		w.Simple(bfInfoNames[f])
@@ -464,7 +464,7 @@ func renderBFInfo(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 }
 
 func renderCFInfo(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
-	i := r.CF
+	i := r.CF()
 	w.Map(8)
 	pairs := []struct {
 		k string
@@ -488,5 +488,5 @@ func renderScanDump(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		w.Null()
 		return
 	}
-	w.Bulk(r.Bytes)
+	w.Bulk(r.Bytes())
 }

@@ -317,7 +317,7 @@ func parseRestore(s *session, args [][]byte) (command.Cmd, string) {
 	return c, ""
 }
 
-func renderStatus(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Simple(string(r.Bytes)) }
+func renderStatus(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Simple(string(r.Bytes())) }
 
 func renderSet(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Simple("OK") }
 
@@ -330,8 +330,8 @@ func renderMemUsage(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 }
 
 func renderList(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
-	w.Array(len(r.List))
-	for _, k := range r.List {
+	w.Array(len(r.List()))
+	for _, k := range r.List() {
 		w.Bulk(k)
 	}
 }

@@ -10,5 +10,5 @@ import (
 // string keys with it.
 func registerStrlen() {
 	keyCmd("strlen", 2, []string{"readonly", "fast"}, []string{"@read", "@string", "@fast"}, 1, 1, 1,
-		parseKeyOnly(command.Get), func(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Int(int64(len(r.Bytes))) })
+		parseKeyOnly(command.Get), func(w *resp.Writer, c *command.Cmd, r *keyspace.Result) { w.Int(int64(len(r.Bytes()))) })
 }

@@ -217,11 +217,11 @@ func parseTDMerge(s *session, args [][]byte) (command.Cmd, string) {
 }
 
 func renderTDDouble(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
-	w.ModuleDouble(command.FloatsOf(r.Bytes)[0])
+	w.ModuleDouble(command.FloatsOf(r.Bytes())[0])
 }
 
 func renderTDDoubles(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
-	vals := command.FloatsOf(r.Bytes)
+	vals := command.FloatsOf(r.Bytes())
 	w.Array(len(vals))
 	for _, v := range vals {
 		w.ModuleDouble(v)

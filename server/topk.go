@@ -128,7 +128,7 @@ func parseTopKList(s *session, args [][]byte) (command.Cmd, string) {
 
 func renderTopKAdd(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 	n := len(r.Ints)
-	if r.Tail != nil {
+	if r.Tail() != nil {
 		n++
 	}
 	w.Array(n)
@@ -136,11 +136,11 @@ func renderTopKAdd(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		if x == 0 {
 			w.Null()
 		} else {
-			w.Bulk(r.List[i])
+			w.Bulk(r.List()[i])
 		}
 	}
-	if r.Tail != nil {
-		w.Error(wireError(r.Tail))
+	if r.Tail() != nil {
+		w.Error(wireError(r.Tail()))
 	}
 }
 
@@ -153,11 +153,11 @@ func renderTopKQuery(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 
 func renderTopKList(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 	if c.Flag {
-		w.Array(2 * len(r.List))
+		w.Array(2 * len(r.List()))
 	} else {
-		w.Array(len(r.List))
+		w.Array(len(r.List()))
 	}
-	for i, item := range r.List {
+	for i, item := range r.List() {
 		if r.Ints[2*i+1] == 1 {
 			w.Null()
 		} else {
@@ -180,5 +180,5 @@ func renderTopKInfo(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
 		w.Int(r.Ints[i])
 	}
 	w.Simple("decay")
-	w.ModuleDouble(math.Float64frombits(binary.LittleEndian.Uint64(r.Bytes)))
+	w.ModuleDouble(math.Float64frombits(binary.LittleEndian.Uint64(r.Bytes())))
 }

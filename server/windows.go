@@ -218,14 +218,14 @@ func parseWScanDump(s *session, args [][]byte) (command.Cmd, string) {
 // renderWInfo writes BFX.WINFO's pairs: a map in RESP3, a flat array in
 // RESP2 (as BF.INFO), each value by its field's type.
 func renderWInfo(w *resp.Writer, c *command.Cmd, r *keyspace.Result) {
-	n := len(r.List) / 2
+	n := len(r.List()) / 2
 	if w.Proto == 3 {
 		w.Map(n)
 	} else {
 		w.Array(2 * n)
 	}
-	for i := 0; i+1 < len(r.List); i += 2 {
-		name, val := string(r.List[i]), r.List[i+1]
+	for i := 0; i+1 < len(r.List()); i += 2 {
+		name, val := string(r.List()[i]), r.List()[i+1]
 		w.Simple(name)
 		switch {
 		case name == "Window type" || name == "Overflow":
