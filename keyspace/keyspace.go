@@ -247,7 +247,7 @@ func NewLoading() *Keyspace {
 // Result is the typed outcome of a command; resp renders it per protocol.
 // A log entry's commands each get one, so it holds what writes answer
 // (an error, an integer, per-item integers) and points to the rest: 64
-// bytes, one cache line, instead of 136 (BenchmarkCreateSmallEntries).
+// bytes instead of 136 (BenchmarkCreateSmallEntries).
 type Result struct {
 	Err  error   // the command failed: the reply is this error alone
 	Int  int64   // integer replies
@@ -259,7 +259,7 @@ type Result struct {
 	Found bool
 }
 
-// A Result stays one cache line.
+// A Result stays within 64 bytes.
 var _ [64 - unsafe.Sizeof(Result{})]struct{}
 
 // More is what a Result rarely holds.

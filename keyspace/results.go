@@ -154,7 +154,8 @@ func DecodeResults(b []byte) ([]Result, error) {
 			m.CF.Slots = d.Uvarint()
 		}
 		if m.Tail != nil || m.Bytes != nil || m.List != nil || m.BF != nil || m.CF != nil {
-			r.More = &m
+			mm := m // m's address is not taken: no allocation for a result without More
+			r.More = &mm
 		}
 		if d.Bad {
 			return nil, ErrBadResults
