@@ -147,6 +147,12 @@ func TestResultsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip:\n%+v\n%+v", in, out)
 	}
+	// A write's results (an integer, an error) decode into the one slice
+	// they fill, with no More each.
+	plain := EncodeResults(make([]Result, 100))
+	if n := testing.AllocsPerRun(10, func() { DecodeResults(plain) }); n != 1 {
+		t.Fatalf("decoding 100 integer results: %v allocations, want 1", n)
+	}
 }
 
 func FuzzDecodeResults(f *testing.F) {
