@@ -213,9 +213,10 @@ func (k *Keyspace) Prefetch(c *command.Cmd) {
 
 // PrefetchKey starts loading where the key table files c's key, for the
 // state machine to call a few commands before Prefetch: it changes
-// nothing and waits for nothing.
+// nothing and waits for nothing. The key the apply side looked up last
+// (an entry's writes to one filter) needs no table, nor a hash.
 func (k *Keyspace) PrefetchKey(c *command.Cmd) {
-	if len(c.Key) > 0 {
+	if len(c.Key) > 0 && !k.isHot(c.DB, c.Key) {
 		k.db(c.DB).keys.prefetch(c.Key)
 	}
 }

@@ -507,13 +507,18 @@ func (k *Keyspace) unmark() {
 
 // get is the Apply side's raw lookup (expired keys included), through hot.
 func (k *Keyspace) get(dbi uint8, key []byte) *Value {
-	if k.hotSet && k.hotDB == dbi && string(k.hotKey) == string(key) {
+	if k.isHot(dbi, key) {
 		return k.hot
 	}
 	v := k.db(dbi).keys.getBytes(key)
 	k.hold(dbi, key, v)
 	k.remember(dbi, key, v)
 	return v
+}
+
+// isHot reports whether hot is key's entry.
+func (k *Keyspace) isHot(dbi uint8, key []byte) bool {
+	return k.hotSet && k.hotDB == dbi && string(k.hotKey) == string(key)
 }
 
 // remember makes v (nil: none) the hot entry of key.
