@@ -245,14 +245,15 @@ func rememberShape(s *shape) {
 
 // rem is x mod b.mod without a 64-bit division (Barrett reduction): the
 // estimated quotient never exceeds the true one and is at most two short,
-// so the loop corrects it exactly.
+// so two corrections make it exact. They are masked in, not branched on:
+// whether one is due depends on the hash.
 func (b *Bloom) rem(x uint64) uint64 {
 	q, _ := bits.Mul64(x, b.recip)
 	r := x - q*b.mod
-	for r >= b.mod {
-		r -= b.mod
-	}
-	return r
+	r, borrow := bits.Sub64(r, b.mod, 0)
+	r += b.mod & -borrow
+	r, borrow = bits.Sub64(r, b.mod, 0)
+	return r + b.mod&-borrow
 }
 
 // probe walks the k bit positions (a + i·b) mod m, computed in uint64 with
@@ -435,7 +436,7 @@ func (b *Bloom) Add(h Hash) bool {
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
 			b.mark(x >> 3)
-			atomic.OrUint64(w, mask)
+			orWord(w, mask)
 			flipped = true
 		}
 	}
@@ -490,7 +491,7 @@ func (b *Bloom) addBatched(h Hash) bool {
 			// ws may predate an OR of this call to the same word; setting a
 			// bit twice is harmless, and the first time it was clear.
 			b.mark(x >> 3)
-			atomic.OrUint64(&words[x>>6], mask)
+			orWord(&words[x>>6], mask)
 			flipped = true
 		}
 	}
