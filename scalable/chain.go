@@ -154,8 +154,10 @@ func (c *Chain) hash(item []byte) engine.Hash {
 // test of them reads for an absent item (inAny), and most of what a
 // lookup (BF.MEXISTS) reads in all but the one link an item is in. It
 // changes nothing.
-func (c *Chain) Prefetch(item []byte) {
-	h := c.hash(item)
+func (c *Chain) Prefetch(item []byte) { c.prefetchHash(c.hash(item)) }
+
+// prefetchHash is Prefetch of an item already hashed.
+func (c *Chain) prefetchHash(h engine.Hash) {
 	var one [1]*Link
 	links := c.LinksIn(&one)
 	last := len(links) - 1

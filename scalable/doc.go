@@ -3,9 +3,8 @@
 // their SCANDUMP/LOADCHUNK and RDB (DUMP/RESTORE) formats byte for byte.
 //
 // Flows: Chain.Add tests every link and adds to the newest, appending a link
-// (capacity × expansion, error × ½) when it is full (Chain.AddMany tests
-// many items against the older links first, on two goroutines: only the
-// newest link changes while a chain adds); Cuckoo.Insert tries every
+// (capacity × expansion, error × ½) when it is full (Chain.AddMany hashes
+// each item once and loads its bits a few items ahead); Cuckoo.Insert tries every
 // sub-filter, kicks out in the newest, and grows by a power-of-two
 // expansion. Decoders validate headers as RedisBloom 8 does and refuse any
 // filter over the caller's byte cap before allocating.

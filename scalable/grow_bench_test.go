@@ -127,3 +127,30 @@ func BenchmarkChainTest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBulkLoad is the state machine's share of the harness's bulk
+// case as it runs it: a million random 12-digit items (redis-benchmark's
+// __rand_int__) into an auto-created chain, in AddMany calls of 1,000
+// (one BF.MADD each); one op is the million.
+func BenchmarkBulkLoad(b *testing.B) {
+	items := make([][]byte, 1_000_000)
+	x := uint64(1)
+	for i := range items {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		items[i] = fmt.Appendf(nil, "%012d", x%1_000_000_000)
+	}
+	var into []int64
+	for b.Loop() {
+		c, err := NewChain(100, 0.01, 2, false, noCap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(items); i += 1000 {
+			if into, err = c.AddMany(items[i:i+1000], noCap, into[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
