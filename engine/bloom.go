@@ -104,8 +104,12 @@ const MaxHashes = 1100
 
 // Bloom is one Bloom filter bit array. Bits live in little-endian 64-bit words
 // so that bit x is byte x>>3, mask 1<<(x&7) in the dump, as in RedisBloom.
-// One writer and any number of readers may use it at once: words are read and
-// set atomically, and a bit once set is never cleared outside LoadChunk.
+// One writer and any number of readers may use it at once: readers load words
+// atomically and the writer sets bits with orWord, and a bit once set is
+// never cleared outside LoadChunk. A second writer would lose bits (orWord
+// takes no lock on amd64), and the race detector could not tell, since
+// race builds take the atomic: the state machine's one apply goroutine is
+// the writer.
 type Bloom struct {
 	*shape
 	// w is the first of the shape's nwords words (words() is the slice):
@@ -243,16 +247,14 @@ func rememberShape(s *shape) {
 	shapes.next = (shapes.next + 1) % recentShapes
 }
 
-// rem is x mod b.mod without a 64-bit division (Barrett reduction): the
-// estimated quotient never exceeds the true one and is at most two short,
-// so two corrections make it exact. They are masked in, not branched on:
-// whether one is due depends on the hash.
+// rem is x mod b.mod without a 64-bit division (Barrett reduction): with
+// recip = ⌊(2⁶⁴−1)/m⌋ ≥ (2⁶⁴−m)/m, the estimate x·recip/2⁶⁴ exceeds
+// x/m − 1, so the quotient it gives is the true one or one short, and one
+// correction makes it exact. It is masked in, not branched on: whether it
+// is due depends on the hash, a coin flip a branch would often miss.
 func (b *Bloom) rem(x uint64) uint64 {
 	q, _ := bits.Mul64(x, b.recip)
-	r := x - q*b.mod
-	r, borrow := bits.Sub64(r, b.mod, 0)
-	r += b.mod & -borrow
-	r, borrow = bits.Sub64(r, b.mod, 0)
+	r, borrow := bits.Sub64(x-q*b.mod, b.mod, 0)
 	return r + b.mod&-borrow
 }
 
@@ -420,8 +422,8 @@ const manyHashesResident = 1 << 20
 // For a filter larger than cacheResident (manyHashesResident with many
 // hashes) with up to 32 hashes it reads every word first and sets bits
 // after: the reads are independent, so their cache misses overlap,
-// whereas a locked OR between them would wait for each miss in turn. A
-// bit already set is never ORed again.
+// whereas a set between them (a locked OR where orWord is atomic) would
+// wait for each miss in turn. A bit already set is never ORed again.
 func (b *Bloom) Add(h Hash) bool {
 	if b.Hashes <= 32 && (b.Bytes > cacheResident || b.Hashes > stagedHashes && b.Bytes > manyHashesResident) {
 		return b.addBatched(h)

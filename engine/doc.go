@@ -6,9 +6,10 @@
 // Flows: Bloom.Add/Test take a precomputed Hash; CuckooTable offers the slot
 // operations a Cuckoo filter is built from.
 //
-// State and locks: none owned. Bloom words are read and set atomically so
-// one writer and many readers may share a filter; a Cuckoo table relies on
-// its owner's lock. Each array records which 64 KiB chunks changed (Dirty),
+// State and locks: none owned. Readers load Bloom words atomically and the
+// one writer sets bits with a plain OR on amd64 (orWord), so one writer and
+// many readers may share a filter; a Cuckoo table relies on its owner's
+// lock. Each array records which 64 KiB chunks changed (Dirty),
 // marked by the single writer and taken by whoever excludes it.
 //
 // Trade-offs: positions use two Barrett remainders per item instead of a

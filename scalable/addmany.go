@@ -10,7 +10,7 @@ import "github.com/bfserver/bfserver/engine"
 const PrefetchAhead = 4
 
 // PrefetchFirst starts loading the bits of the first PrefetchAhead items,
-// before a loop over them that calls PrefetchNext.
+// before AddMany, or a loop over the items that calls PrefetchNext.
 func (c *Chain) PrefetchFirst(items [][]byte) {
 	for _, it := range items[:min(len(items), PrefetchAhead)] {
 		c.Prefetch(it)
@@ -30,7 +30,8 @@ func (c *Chain) PrefetchNext(items [][]byte, i int) {
 // turn; at an error it stops, returning the answers so far and the error.
 //
 // Why not Add on each: an add's cost is memory and arithmetic, not
-// logic. Each item is hashed once (Add after Prefetch hashed it twice),
+// logic. Each item after the first PrefetchAhead is hashed once here (Add
+// after Prefetch hashed it twice),
 // and its bits in every link start loading PrefetchAhead items before
 // they are read (PrefetchFirst is the caller's, as for Add: the state
 // machine's look-ahead). Testing the older links of half the items on a
@@ -50,7 +51,7 @@ func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64,
 			ring[j%PrefetchAhead] = hj
 			c.prefetchHash(hj)
 		}
-		added, err := c.addAfter(h, 0, maxBytes)
+		added, err := c.addHashed(h, maxBytes)
 		if err != nil {
 			return into, err
 		}

@@ -41,6 +41,9 @@ func TestAddManyMatchesAdd(t *testing.T) {
 			var next uint64
 			for b := range tc.batches {
 				n := 1 + rng.IntN(3000)
+				if b%5 == 0 {
+					n = b / 5 % (PrefetchAhead + 2) // none, and fewer than the look-ahead
+				}
 				items := make([][]byte, n)
 				for i := range items {
 					v := next + uint64(i)

@@ -214,15 +214,14 @@ func (c *Chain) Test(item []byte) bool {
 // bits of an item it already holds flips none, which is the same answer as
 // testing first, so the result and the bits are RedisBloom's.
 func (c *Chain) Add(item []byte, maxBytes uint64) (bool, error) {
-	return c.addAfter(c.hash(item), 0, maxBytes)
+	return c.addHashed(c.hash(item), maxBytes)
 }
 
-// addAfter is Add for an item absent from the first tested links, which
-// it does not test again.
-func (c *Chain) addAfter(h engine.Hash, tested int, maxBytes uint64) (bool, error) {
+// addHashed is Add of an item already hashed.
+func (c *Chain) addHashed(h engine.Hash, maxBytes uint64) (bool, error) {
 	var one [1]*Link
 	links := c.LinksIn(&one)
-	if inAny(links[tested:len(links)-1], h) {
+	if inAny(links[:len(links)-1], h) {
 		return false, nil
 	}
 	cur := links[len(links)-1]
