@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 	"weak"
+
+	"github.com/bfserver/bfserver/internal/release"
 )
 
 // ln2 and ln2² exactly as RedisBloom writes them: sizing must round the same way.
@@ -105,11 +107,11 @@ const MaxHashes = 1100
 // Bloom is one Bloom filter bit array. Bits live in little-endian 64-bit words
 // so that bit x is byte x>>3, mask 1<<(x&7) in the dump, as in RedisBloom.
 // One writer and any number of readers may use it at once: readers load words
-// atomically and the writer sets bits with orWord, and a bit once set is
-// never cleared outside LoadChunk. A second writer would lose bits (orWord
-// takes no lock on amd64), and the race detector could not tell, since
-// race builds take the atomic: the state machine's one apply goroutine is
-// the writer.
+// atomically and the writer sets bits with release.Or64, and a bit once set
+// is never cleared outside LoadChunk. A second writer would lose bits
+// (release.Or64 takes no lock on amd64), and the race detector could not
+// tell, since race builds take the atomic: the state machine's one apply
+// goroutine is the writer.
 type Bloom struct {
 	*shape
 	// w is the first of the shape's nwords words (words() is the slice):
@@ -422,7 +424,7 @@ const manyHashesResident = 1 << 20
 // For a filter larger than cacheResident (manyHashesResident with many
 // hashes) with up to 32 hashes it reads every word first and sets bits
 // after: the reads are independent, so their cache misses overlap,
-// whereas a set between them (a locked OR where orWord is atomic) would
+// whereas a set between them (a locked OR where release.Or64 is atomic) would
 // wait for each miss in turn. A bit already set is never ORed again.
 func (b *Bloom) Add(h Hash) bool {
 	if b.Hashes <= 32 && (b.Bytes > cacheResident || b.Hashes > stagedHashes && b.Bytes > manyHashesResident) {
@@ -438,7 +440,7 @@ func (b *Bloom) Add(h Hash) bool {
 		mask := uint64(1) << (x & 63)
 		if atomic.LoadUint64(w)&mask == 0 {
 			b.mark(x >> 3)
-			orWord(w, mask)
+			release.Or64(w, mask)
 			flipped = true
 		}
 	}
@@ -493,7 +495,7 @@ func (b *Bloom) addBatched(h Hash) bool {
 			// ws may predate an OR of this call to the same word; setting a
 			// bit twice is harmless, and the first time it was clear.
 			b.mark(x >> 3)
-			orWord(&words[x>>6], mask)
+			release.Or64(&words[x>>6], mask)
 			flipped = true
 		}
 	}

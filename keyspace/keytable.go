@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/bfserver/bfserver/engine"
+	"github.com/bfserver/bfserver/internal/release"
 )
 
 // keyTable is a database's keys: a hash table that one writer changes
@@ -43,7 +44,7 @@ import (
 //     slot is never emptied nor given to another key, so a reader that
 //     saw its control byte reads the hash and length written before it.
 //     Its key pointer changes only to equal bytes (set takes the new
-//     string), its value by an atomic store.
+//     string), its value by one store (internal/release).
 //   - A deleted key's slot keeps its key with a nil value (dead); only its
 //     own key fills it again. Its key is then a copy, not the string in
 //     the deleted filter's entry (keyInside), which it would keep alive.
@@ -85,17 +86,32 @@ type ktTable struct {
 	next atomic.Pointer[[2]*ktTable]
 }
 
+// A group's control word and a slot's key and value are loaded with
+// sync/atomic and stored with internal/release by the table's one writer:
+// on amd64 plain stores, which publish in order without the wait of a
+// locked one (three of those a slot were about a tenth of creating a
+// million small filters).
 type ktGroup struct {
-	ctrl  atomic.Uint64 // byte i: 0 while slot i is empty, else its tag
+	ctrl  uint64 // byte i: 0 while slot i is empty, else its tag
 	slots [groupSlots]ktSlot
 }
 
+func (g *ktGroup) loadCtrl() uint64   { return atomic.LoadUint64(&g.ctrl) }
+func (g *ktGroup) storeCtrl(c uint64) { release.Store64(&g.ctrl, c) }
+
 type ktSlot struct {
-	h   uint64 // written before the slot is visible, then never
-	n   int    // the key's length, likewise
-	key atomic.Pointer[byte]
-	v   atomic.Pointer[Value] // nil: the key is dead here; moved: look in next
+	h   uint64         // written before the slot is visible, then never
+	n   int            // the key's length, likewise
+	key unsafe.Pointer // *byte: the key's bytes
+	v   unsafe.Pointer // *Value; nil: the key is dead here; moved: look in next
 }
+
+func (s *ktSlot) loadKey() string { return unsafe.String((*byte)(atomic.LoadPointer(&s.key)), s.n) }
+func (s *ktSlot) storeKey(key string) {
+	release.StorePointer(&s.key, unsafe.Pointer(unsafe.StringData(key)))
+}
+func (s *ktSlot) loadV() *Value   { return (*Value)(atomic.LoadPointer(&s.v)) }
+func (s *ktSlot) storeV(v *Value) { release.StorePointer(&s.v, unsafe.Pointer(v)) }
 
 const (
 	groupSlots = 8
@@ -170,10 +186,10 @@ func (tb *ktTable) find(h uint64, key string) *ktSlot {
 	g := (h >> 7) & mask
 	for i := uint64(1); ; i++ {
 		grp := &tb.groups[g]
-		ctrl := grp.ctrl.Load()
+		ctrl := grp.loadCtrl()
 		for m := matches(ctrl, tag(h)); m != 0; m &= m - 1 {
 			s := &grp.slots[bits.TrailingZeros64(m)/8]
-			if s.h == h && s.n == len(key) && unsafe.String(s.key.Load(), s.n) == key {
+			if s.h == h && s.n == len(key) && s.loadKey() == key {
 				return s
 			}
 		}
@@ -203,7 +219,7 @@ func (t *keyTable) get(key string) *Value {
 	tb := t.dir.Load().table(h)
 	for {
 		if s := tb.find(h, key); s != nil {
-			if v := s.v.Load(); v != nil && v != moved {
+			if v := s.loadV(); v != nil && v != moved {
 				return v
 			}
 		}
@@ -227,12 +243,12 @@ func (t *keyTable) set(key string, v *Value) {
 	h := t.hash(key)
 	tb := t.dir.Load().table(h) // the writer's directory is current: no key is moved there
 	if s := tb.find(h, key); s != nil {
-		if s.v.Load() == nil { // dead: its own key revives it
+		if s.loadV() == nil { // dead: its own key revives it
 			tb.live++
 			t.live++
 		}
-		s.key.Store(unsafe.StringData(key))
-		s.v.Store(v)
+		s.storeKey(key)
+		s.storeV(v)
 		return
 	}
 	tb.insert(h, key, v)
@@ -250,14 +266,14 @@ func (tb *ktTable) insert(h uint64, key string, v *Value) {
 	g := (h >> 7) & mask
 	for i := uint64(1); ; i++ {
 		grp := &tb.groups[g]
-		ctrl := grp.ctrl.Load()
+		ctrl := grp.loadCtrl()
 		if empty := empties(ctrl); empty != 0 {
 			j := bits.TrailingZeros64(empty) / 8
 			s := &grp.slots[j]
 			s.h, s.n = h, len(key)
-			s.key.Store(unsafe.StringData(key))
-			s.v.Store(v)
-			grp.ctrl.Store(ctrl | tag(h)<<(8*j))
+			s.storeKey(key)
+			s.storeV(v)
+			grp.storeCtrl(ctrl | tag(h)<<(8*j))
 			tb.filled++
 			return
 		}
@@ -289,9 +305,9 @@ func (t *keyTable) replace(tb *ktTable) {
 	for g := range tb.groups {
 		for s, v := range tb.groups[g].live() {
 			dst := next[topBits(s.h, tb.depth+1)&1]
-			dst.insert(s.h, unsafe.String(s.key.Load(), s.n), v)
+			dst.insert(s.h, s.loadKey(), v)
 			dst.live++
-			s.v.Store(moved)
+			s.storeV(moved)
 		}
 	}
 	t.dir.Store(t.dir.Load().with(tb, next))
@@ -324,13 +340,13 @@ func (d *ktDir) with(tb *ktTable, next [2]*ktTable) *ktDir {
 // live yields the group's slots where a key is live, with its value.
 func (grp *ktGroup) live() iter.Seq2[*ktSlot, *Value] {
 	return func(yield func(*ktSlot, *Value) bool) {
-		ctrl := grp.ctrl.Load()
+		ctrl := grp.loadCtrl()
 		for j := range groupSlots {
 			if ctrl>>(8*j)&0x80 == 0 {
 				continue // empty
 			}
 			s := &grp.slots[j]
-			if v := s.v.Load(); v != nil && v != moved && !yield(s, v) {
+			if v := s.loadV(); v != nil && v != moved && !yield(s, v) {
 				return
 			}
 		}
@@ -345,14 +361,14 @@ func (t *keyTable) del(key string) bool {
 	if s == nil {
 		return false
 	}
-	old := s.v.Load()
+	old := s.loadV()
 	if old == nil {
 		return false
 	}
-	if keyInside(old, unsafe.String(s.key.Load(), s.n)) {
-		s.key.Store(unsafe.StringData(strings.Clone(key))) // equal bytes: readers still match
+	if keyInside(old, s.loadKey()) {
+		s.storeKey(strings.Clone(key)) // equal bytes: readers still match
 	}
-	s.v.Store(nil)
+	s.storeV(nil)
 	tb.live--
 	t.live--
 	return true
@@ -371,7 +387,7 @@ func (t *keyTable) all() iter.Seq2[string, *Value] {
 			last = tb
 			for g := range tb.groups {
 				for s, v := range tb.groups[g].live() {
-					if !yield(unsafe.String(s.key.Load(), s.n), v) {
+					if !yield(s.loadKey(), v) {
 						return
 					}
 				}
