@@ -96,6 +96,12 @@ type ktGroup struct {
 	slots [groupSlots]ktSlot
 }
 
+// A group's size is a multiple of 8 bytes, so that every ctrl in a
+// slice of groups is 8-aligned, as 64-bit atomics need on 32-bit
+// platforms (an atomic.Uint64 would align itself; a plain uint64 does
+// not).
+var _ [0]struct{} = [unsafe.Sizeof(ktGroup{}) % 8]struct{}{}
+
 func (g *ktGroup) loadCtrl() uint64   { return atomic.LoadUint64(&g.ctrl) }
 func (g *ktGroup) storeCtrl(c uint64) { release.Store64(&g.ctrl, c) }
 
