@@ -424,8 +424,8 @@ const manyHashesResident = 1 << 20
 // For a filter larger than cacheResident (manyHashesResident with many
 // hashes) with up to 32 hashes it reads every word first and sets bits
 // after: the reads are independent, so their cache misses overlap,
-// whereas a set between them (a locked OR where release.Or64 is atomic) would
-// wait for each miss in turn. A bit already set is never ORed again.
+// whereas a set between them (a locked OR where release.Or64 is atomic)
+// would wait for each miss in turn. A bit already set is never ORed again.
 func (b *Bloom) Add(h Hash) bool {
 	if b.Hashes <= 32 && (b.Bytes > cacheResident || b.Hashes > stagedHashes && b.Bytes > manyHashesResident) {
 		return b.addBatched(h)

@@ -7,9 +7,9 @@
 // operations a Cuckoo filter is built from.
 //
 // State and locks: none owned. Readers load Bloom words atomically and the
-// one writer sets bits with a plain OR on amd64 (internal/release), so one writer and
-// many readers may share a filter; a Cuckoo table relies on its owner's
-// lock. Each array records which 64 KiB chunks changed (Dirty),
+// one writer sets bits with a plain OR on amd64 (internal/release), so one
+// writer and many readers may share a filter; a Cuckoo table relies on its
+// owner's lock. Each array records which 64 KiB chunks changed (Dirty),
 // marked by the single writer and taken by whoever excludes it.
 //
 // Trade-offs: positions use two Barrett remainders per item instead of a

@@ -31,14 +31,13 @@ func (c *Chain) PrefetchNext(items [][]byte, i int) {
 //
 // Why not Add on each: an add's cost is memory and arithmetic, not
 // logic. Each item after the first PrefetchAhead is hashed once here (Add
-// after Prefetch hashed it twice),
-// and its bits in every link start loading PrefetchAhead items before
-// they are read (PrefetchFirst is the caller's, as for Add: the state
-// machine's look-ahead). Testing the older links of half the items on a
-// second goroutine first was slower once setting a bit took no lock
-// (internal/release): 0.61 s against 0.54 s for a million items
-// (BenchmarkBulkLoad), with the second core idle, and the server's other
-// core is not.
+// after Prefetch hashed it twice), and its bits in every link start
+// loading PrefetchAhead items before they are read (PrefetchFirst is the
+// caller's, as for Add: the state machine's look-ahead). Testing the
+// older links of half the items on a second goroutine first was slower
+// once setting a bit took no lock (internal/release): 0.61 s against
+// 0.54 s for a million items (BenchmarkBulkLoad), with the second core
+// idle, and the server's other core is not.
 func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64, error) {
 	var ring [PrefetchAhead]engine.Hash
 	for i, it := range items[:min(len(items), PrefetchAhead)] {
