@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,38 +14,44 @@ import (
 )
 
 // Why the heap on huge pages (Options.HugeHeap): the Go runtime asks for
-// none (Go 1.26 maps its heap 4 MiB at a time and advises none of it),
-// and where the kernel's THP mode is "madvise", as on Debian
-// and this project's machines, the heap is then 4 KiB pages. The first
-// write to each costs a fault: 11 µs on a VM measured here, and creating
-// a million small filters took 112,000 of them, a fifth of the node's
-// CPU, most on the state machine's goroutine; the collector's marking of
-// a million entries misses the TLB on nearly every one. With the kernel's
-// mode set to "always" the same run took 2,700 faults and a fifth less
-// CPU (docs/BENCHMARKS.md, "The heap on huge pages").
+// none (Go 1.26 maps its heap at least 4 MiB at a time and advises none of
+// it), and where the kernel's THP mode is "madvise", as on Debian and this
+// project's machines, the heap is then 4 KiB pages. The first write to
+// each costs a fault: 11 µs on a VM measured here, and creating a million
+// small filters took 112,000 of them, a fifth of the node's CPU, most on
+// the state machine's goroutine. With the kernel's mode set to "always"
+// the same run took 2,700 faults and a fifth less CPU (docs/BENCHMARKS.md,
+// "The heap on huge pages").
 //
 // The heap grows into address space the runtime maps as it goes, so
 // hugeHeap watches the memory the runtime holds and, when it grows,
-// advises the new mappings near the heap (MADV_HUGEPAGE), so that faults
-// from then on take a 2 MiB page, and collapses what was touched before
-// the advice (MADV_COLLAPSE, Linux 6.1), so that the rest of that 2 MiB
-// does not fault 4 KiB at a time. Both are hints: any error leaves the
-// pages as they were; a kernel without huge pages (EINVAL) ends the
+// advises the heap's address ranges it has not advised before
+// (MADV_HUGEPAGE): faults there from then on take a 2 MiB page. It then
+// collapses those ranges once (MADV_COLLAPSE, Linux 6.1), since the
+// runtime has written the first pages of a new mapping by then, and the
+// rest of those 2 MiB would otherwise fault 4 KiB at a time. A range is
+// advised and collapsed once: collapsing the heap again would refill
+// what the runtime's scavenger gave back, each time under the process's
+// memory-map lock (why Go itself stopped: golang/go#63334). Both are
+// hints: no byte changes, an error leaves the pages as they were, and a
+// kernel without huge pages (EINVAL) or without /proc/self/maps ends the
 // watch.
 //
 // The cost is memory: a 2 MiB page is held whole while any of it is in
-// use, and the kernel's khugepaged may collapse again what the runtime
-// gave back. So it is off unless asked for.
+// use, a fault may wait for the kernel to compact memory, and khugepaged
+// may gather again pages the runtime gave back. So it is off unless asked
+// for.
 func hugeHeap(ctx context.Context, poll time.Duration) {
 	if poll <= 0 {
 		poll = 2 * time.Millisecond
 	}
-	// The heap's neighbourhood: its arenas grow from a hint near any heap
-	// object; C's malloc and thread stacks are mapped far from it.
-	near := uintptr(unsafe.Pointer(unsafe.SliceData(make([]byte, 128<<10)))) // past what the compiler puts on a stack
+	// The heap's neighbourhood, where the kernel does not name mappings:
+	// its arenas grow from a hint near any heap object (on amd64 and arm64
+	// with 48-bit addresses, far from C's malloc and thread stacks).
+	near := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(make([]byte, 128<<10))))) // past what the compiler puts on a stack
 	lo, hi := near-min(near, heapReach), near+heapReach
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
-	advised := map[uintptr]uintptr{}
+	var done ranges
 	var last uint64
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -59,22 +66,20 @@ func hugeHeap(ctx context.Context, poll time.Duration) {
 			continue
 		}
 		last = sample[0].Value.Uint64()
-		if len(advised) > maxAdvised {
-			clear(advised)
-		}
-		ok := heapMappings(lo, hi, func(a, b uintptr) bool {
-			if advised[a] == b {
-				return true
+		ok := heapMappings(lo, hi, func(a, b uint64) bool {
+			for _, r := range done.missing(a, b) {
+				n := uintptr(r[1] - r[0])
+				if err := madvise(uintptr(r[0]), n, syscall.MADV_HUGEPAGE); err == syscall.EINVAL {
+					return false
+				} else if err != nil {
+					continue // gone or changed since the list was read: the next growth looks again
+				}
+				// Best effort: a kernel before 6.1 refuses it, and a 2 MiB
+				// range not yet touched (most of them) is left to fault in
+				// whole.
+				_ = madvise(uintptr(r[0]), n, madvCollapse)
+				done.add(r[0], r[1])
 			}
-			if err := madvise(a, b-a, syscall.MADV_HUGEPAGE); err == syscall.EINVAL {
-				return false
-			} else if err != nil {
-				return true // gone or changed since the list was read: the next growth looks again
-			}
-			// Best effort: a kernel before 6.1 refuses it, and a range
-			// it cannot collapse now stays as it is.
-			_ = madvise(a, b-a, madvCollapse)
-			advised[a] = b
 			return true
 		})
 		if !ok {
@@ -84,20 +89,21 @@ func hugeHeap(ctx context.Context, poll time.Duration) {
 }
 
 const (
-	// heapReach bounds how far from a heap object a mapping counts as the
-	// heap's: 256 GiB either way.
+	// heapReach bounds how far from a heap object an unnamed mapping
+	// counts as the heap's: 256 GiB either way.
 	heapReach = 1 << 38
-	// maxAdvised bounds the mappings remembered as advised; past it they
-	// are forgotten, and advised again as they change.
-	maxAdvised = 4096
 	// madvCollapse is MADV_COLLAPSE, which package syscall lacks.
 	madvCollapse = 25
+	// goHeapName is how the runtime names its heap's mappings (Go 1.25's
+	// decoratemappings) where the kernel keeps names (CONFIG_ANON_VMA_NAME).
+	goHeapName = "[anon: Go: heap]"
 )
 
-// heapMappings calls f with each private, writable, anonymous mapping of
-// at least a huge page inside [lo, hi), from /proc/self/maps, until f
-// returns false; it reports whether f never did.
-func heapMappings(lo, hi uintptr, f func(a, b uintptr) bool) bool {
+// heapMappings calls f with each mapping of the Go heap of at least a huge
+// page, from /proc/self/maps: named the heap's, or private, writable,
+// anonymous and unnamed inside [lo, hi). It stops at the first f that
+// returns false, and reports whether there was none and the list was read.
+func heapMappings(lo, hi uint64, f func(a, b uint64) bool) bool {
 	file, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return false
@@ -105,10 +111,14 @@ func heapMappings(lo, hi uintptr, f func(a, b uintptr) bool) bool {
 	defer file.Close()
 	sc := bufio.NewScanner(file)
 	for sc.Scan() {
-		// "start-end perms offset dev inode [path]": anonymous ones have
-		// inode 0 and no path.
+		// "start-end perms offset dev inode [name]": anonymous ones have
+		// inode 0.
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 5 || fs[1] != "rw-p" || fs[4] != "0" {
+		if len(fs) < 5 || fs[1] != "rw-p" || fs[4] != "0" {
+			continue
+		}
+		named := len(fs) > 5
+		if named && strings.Join(fs[5:], " ") != goHeapName {
 			continue
 		}
 		s, e, ok := strings.Cut(fs[0], "-")
@@ -117,14 +127,54 @@ func heapMappings(lo, hi uintptr, f func(a, b uintptr) bool) bool {
 		}
 		a, err1 := strconv.ParseUint(s, 16, 64)
 		b, err2 := strconv.ParseUint(e, 16, 64)
-		if err1 != nil || err2 != nil || uintptr(a) < lo || uintptr(b) > hi || b-a < 2<<20 {
+		if err1 != nil || err2 != nil || b-a < 2<<20 || !named && (a < lo || b > hi) {
 			continue
 		}
-		if !f(uintptr(a), uintptr(b)) {
+		if !f(a, b) {
 			return false
 		}
 	}
 	return true
+}
+
+// ranges is a set of address ranges, sorted and apart: those advised.
+// The Go heap never gives address space back, so it only grows.
+type ranges [][2]uint64
+
+// missing is the parts of [a, b) that r does not hold.
+func (r ranges) missing(a, b uint64) [][2]uint64 {
+	var out [][2]uint64
+	for _, x := range r {
+		if x[1] <= a {
+			continue
+		}
+		if x[0] >= b {
+			break
+		}
+		if x[0] > a {
+			out = append(out, [2]uint64{a, x[0]})
+		}
+		a = max(a, x[1])
+		if a >= b {
+			return out
+		}
+	}
+	return append(out, [2]uint64{a, b})
+}
+
+// add puts [a, b) in r, merging it with the ranges it touches.
+func (r *ranges) add(a, b uint64) {
+	s := *r
+	i := 0
+	for i < len(s) && s[i][1] < a {
+		i++
+	}
+	j := i
+	for j < len(s) && s[j][0] <= b {
+		a, b = min(a, s[j][0]), max(b, s[j][1])
+		j++
+	}
+	*r = slices.Replace(s, i, j, [2]uint64{a, b})
 }
 
 func madvise(a, n uintptr, advice int) error {
