@@ -117,7 +117,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(memoryValue{&c.trailingBytes}, "trailing-log-bytes", "most bytes of log kept after a snapshot, by the average entry since the one before (at least one entry, at most --trailing-logs; units as Redis: 64mb)")
 	fs.BoolVar(&c.imageBase, "image-base", true, "keep a flat copy of the large filters (up to their bytes more disk), which a start reads at disk speed (false: none, and a start reads the image through Pebble)")
 	fs.BoolVar(&c.inMemory, "in-memory", false, "keep filters in memory only: no log, no image, no cluster")
-	fs.BoolVar(&c.hugeHeap, "huge-heap", false, "put the Go heap on transparent huge pages as it grows: fewer page faults for many small filters, for some memory (docs/OPERATIONS.md)")
+	fs.BoolVar(&c.hugeHeap, "huge-heap", true, "advise the Go heap's memory as transparent huge pages as it grows: fewer page faults for many small filters (false: the kernel's default pages; docs/OPERATIONS.md)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's pprof profiles on this HTTP address (off by default)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "serve /metrics, /healthz and /readyz on this HTTP address (off by default)")
 	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "serve RESP over TLS with this certificate (PEM)")

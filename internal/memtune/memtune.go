@@ -44,11 +44,10 @@ type Options struct {
 	// runtime's own comes every two minutes).
 	IdleCheck, IdleGC time.Duration
 	// HugeHeap puts the heap on transparent huge pages as it grows
-	// (hugeheap_linux.go): fewer page faults and TLB misses for a node of
-	// many small filters, for up to a huge page more memory per mapping
-	// and memory the kernel may hold again after the runtime frees it.
-	// Default off. HugeHeapPoll is how often the heap's growth is looked
-	// for (default 2ms).
+	// (hugeheap_linux.go): fewer page faults for a node of many small
+	// filters, for memory held in 2 MiB pieces. Default off (bfserver's
+	// --huge-heap turns it on). HugeHeapPoll is how often a growing heap
+	// is looked at (default 2ms; one that holds still, less often).
 	HugeHeap     bool
 	HugeHeapPoll time.Duration
 }
