@@ -35,7 +35,7 @@ import (
 // memory-map lock (why Go itself stopped: golang/go#63334). Both are
 // hints: no byte changes, an error leaves the pages as they were, and a
 // kernel without huge pages (EINVAL) or without /proc/self/maps ends the
-// watch.
+// watch, as huge pages turned off do (thpRefused).
 //
 // The cost is memory: a 2 MiB page is held whole while any of it is in
 // use, a fault may wait for the kernel to compact memory, and khugepaged
@@ -45,6 +45,9 @@ import (
 func hugeHeap(ctx context.Context, poll time.Duration) {
 	if poll <= 0 {
 		poll = 2 * time.Millisecond
+	}
+	if thpRefused() {
+		return
 	}
 	// The heap's neighbourhood, where the kernel does not name mappings:
 	// its arenas grow from a hint near any heap object (on amd64 and arm64
@@ -108,6 +111,16 @@ const (
 	// decoratemappings) where the kernel keeps names (CONFIG_ANON_VMA_NAME).
 	goHeapName = "[anon: Go: heap]"
 )
+
+// thpRefused reports whether the operator turned huge pages off: for the
+// machine (the kernel's mode "never", which MADV_COLLAPSE would not heed)
+// or for Go programs (GODEBUG=disablethp=1).
+func thpRefused() bool {
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
+		return true
+	}
+	return strings.Contains(","+os.Getenv("GODEBUG")+",", ",disablethp=1,")
+}
 
 // heapMappings calls f with each mapping of the Go heap of at least a huge
 // page, from /proc/self/maps: named the heap's, or private, writable,
