@@ -30,24 +30,24 @@ import (
 // collapses those ranges once (MADV_COLLAPSE, Linux 6.1), since the
 // runtime has written the first pages of a new mapping by then, and the
 // rest of those 2 MiB would otherwise fault 4 KiB at a time. A range is
-// advised and collapsed once: collapsing the heap again would refill
-// what the runtime's scavenger gave back, each time under the process's
-// memory-map lock (why Go itself stopped: golang/go#63334). Both are
-// hints: no byte changes, an error leaves the pages as they were, and a
-// kernel without huge pages (EINVAL) or without /proc/self/maps ends the
-// watch, as huge pages turned off do (thpRefused).
+// advised and collapsed once (heapWatch), and the advice is withdrawn
+// 30 s later, when the runtime has used the range. Both are hints: no
+// byte changes, and an error leaves the pages as they were. The watch
+// runs only where the kernel's mode is "madvise" ("always" does it
+// already) and GODEBUG has no disablethp=1; it ends if the mode changes,
+// or on a kernel without huge pages (EINVAL) or /proc/self/maps.
 //
 // The cost is memory: a 2 MiB page is held whole while any of it is in
-// use, a fault may wait for the kernel to compact memory, and khugepaged
-// may gather again pages the runtime gave back. Measured, a node's peak
-// stayed within the noise and gave a million deleted filters' memory
-// back as soon (docs/BENCHMARKS.md).
+// use, and a fault in an advised range may wait for the kernel to compact
+// memory. In the runs measured (docs/BENCHMARKS.md), a node's peak stayed
+// within the noise and a million deleted filters' memory was given back
+// as soon, within 90 s.
 func hugeHeap(ctx context.Context, poll time.Duration) {
 	if poll <= 0 {
 		poll = 2 * time.Millisecond
 	}
-	if thpRefused() {
-		return
+	if thpMode() != "madvise" || godebugDisablesTHP() {
+		return // "always": the kernel does it already; "never", none or turned off: not wanted
 	}
 	// The heap's neighbourhood, where the kernel does not name mappings:
 	// its arenas grow from a hint near any heap object (on amd64 and arm64
@@ -55,11 +55,15 @@ func hugeHeap(ctx context.Context, poll time.Duration) {
 	near := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(make([]byte, 128<<10))))) // past what the compiler puts on a stack
 	lo, hi := near-min(near, heapReach), near+heapReach
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
-	var done ranges
+	w := heapWatch{advise: madvise}
+	defer func() { w.withdraw(time.Now().Add(adviceFor)) }() // all of it
 	var last uint64
-	// The wait doubles while the heap holds still, up to maxPoll: an idle
-	// node wakes ten times a second, not five hundred.
-	wait := poll
+	// The wait doubles once the heap has held still for a second, up to
+	// maxPoll: an idle node wakes ten times a second, not five hundred.
+	// A heap that grows maps a new range every few tens of milliseconds,
+	// and a longer wait then lets the runtime touch more of it first
+	// (42,000 faults a million creations instead of 17,000).
+	wait, grew := poll, time.Now()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -68,38 +72,86 @@ func hugeHeap(ctx context.Context, poll time.Duration) {
 			return
 		case <-t.C:
 		}
+		w.withdraw(time.Now())
 		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() == last {
-			wait = min(2*wait, max(poll, maxPoll))
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return // a runtime without the figure
+		}
+		if sample[0].Value.Uint64() == last {
+			if time.Since(grew) > time.Second {
+				wait = min(2*wait, max(poll, maxPoll))
+			}
 			t.Reset(wait)
 			continue
 		}
-		last = sample[0].Value.Uint64()
+		last, grew = sample[0].Value.Uint64(), time.Now()
 		wait = poll
 		t.Reset(wait)
-		ok := heapMappings(lo, hi, func(a, b uint64) bool {
-			for _, r := range done.missing(a, b) {
-				n := uintptr(r[1] - r[0])
-				if err := madvise(uintptr(r[0]), n, syscall.MADV_HUGEPAGE); err == syscall.EINVAL {
-					return false
-				} else if err != nil {
-					continue // gone or changed since the list was read: the next growth looks again
-				}
-				// Best effort: a kernel before 6.1 refuses it, and a 2 MiB
-				// range not yet touched (most of them) is left to fault in
-				// whole.
-				_ = madvise(uintptr(r[0]), n, madvCollapse)
-				done.add(r[0], r[1])
-			}
-			return true
-		})
-		if !ok {
+		if thpMode() != "madvise" {
+			return // turned off while the node ran
+		}
+		maps, ok := heapMappings(lo, hi)
+		if !ok || !w.grew(maps, time.Now()) {
 			return
 		}
 	}
 }
 
+// heapWatch is hugeHeap's record: what it advised, and when.
+type heapWatch struct {
+	// done holds every range ever advised: none is advised or collapsed
+	// twice. Collapsing the heap again would refill what the runtime's
+	// scavenger gave back, each time under the process's memory-map lock
+	// (why Go itself stopped: golang/go#63334).
+	done ranges
+	// pending holds the ranges still advised, oldest first: the advice is
+	// withdrawn adviceFor after it was given (MADV_NOHUGEPAGE), by when
+	// the runtime has used them, so that khugepaged does not gather
+	// again, hours on, pages the scavenger gave back.
+	pending []advised
+	advise  func(a, n uintptr, advice int) error
+}
+
+type advised struct {
+	a, b uint64
+	at   time.Time
+}
+
+// grew advises and collapses the parts of maps not advised before; false
+// when the kernel refuses huge pages.
+func (w *heapWatch) grew(maps [][2]uint64, now time.Time) bool {
+	for _, m := range maps {
+		for _, r := range w.done.missing(m[0], m[1]) {
+			n := uintptr(r[1] - r[0])
+			if err := w.advise(uintptr(r[0]), n, syscall.MADV_HUGEPAGE); err == syscall.EINVAL {
+				return false
+			} else if err != nil {
+				continue // gone or changed since the list was read: the next growth looks again
+			}
+			// Best effort: a kernel before 6.1 refuses it, and a 2 MiB
+			// range not yet touched (most of them) is left to fault in
+			// whole.
+			_ = w.advise(uintptr(r[0]), n, madvCollapse)
+			w.done.add(r[0], r[1])
+			w.pending = append(w.pending, advised{r[0], r[1], now})
+		}
+	}
+	return true
+}
+
+// withdraw takes back the advice given adviceFor before now, or earlier.
+func (w *heapWatch) withdraw(now time.Time) {
+	i := 0
+	for ; i < len(w.pending) && now.Sub(w.pending[i].at) >= adviceFor; i++ {
+		r := w.pending[i]
+		_ = w.advise(uintptr(r.a), uintptr(r.b-r.a), syscall.MADV_NOHUGEPAGE)
+	}
+	w.pending = w.pending[i:]
+}
+
 const (
+	// adviceFor is how long a range stays advised.
+	adviceFor = 30 * time.Second
 	// maxPoll is the longest wait between looks at a heap that holds still.
 	maxPoll = 100 * time.Millisecond
 	// heapReach bounds how far from a heap object an unnamed mapping
@@ -112,26 +164,43 @@ const (
 	goHeapName = "[anon: Go: heap]"
 )
 
-// thpRefused reports whether the operator turned huge pages off: for the
-// machine (the kernel's mode "never", which MADV_COLLAPSE would not heed)
-// or for Go programs (GODEBUG=disablethp=1).
-func thpRefused() bool {
-	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
-		return true
+// thpMode is the kernel's transparent huge page mode ("always",
+// "madvise", "never"), or "" where it has none to read.
+func thpMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return ""
 	}
-	return strings.Contains(","+os.Getenv("GODEBUG")+",", ",disablethp=1,")
+	_, mode, ok := strings.Cut(string(b), "[")
+	mode, _, _ = strings.Cut(mode, "]")
+	if !ok {
+		return ""
+	}
+	return mode
 }
 
-// heapMappings calls f with each mapping of the Go heap of at least a huge
-// page, from /proc/self/maps: named the heap's, or private, writable,
-// anonymous and unnamed inside [lo, hi). It stops at the first f that
-// returns false, and reports whether there was none and the list was read.
-func heapMappings(lo, hi uint64, f func(a, b uint64) bool) bool {
+// godebugDisablesTHP reports whether GODEBUG's last disablethp setting is
+// 1: the Go runtime's own switch for huge pages, in the environment.
+func godebugDisablesTHP() bool {
+	off := false
+	for _, kv := range strings.Split(os.Getenv("GODEBUG"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.TrimSpace(k) == "disablethp" {
+			off = strings.TrimSpace(v) == "1"
+		}
+	}
+	return off
+}
+
+// heapMappings lists the mappings of the Go heap of at least a huge page,
+// from /proc/self/maps: named the heap's, or private, writable, anonymous
+// and unnamed inside [lo, hi); false if the list could not be read.
+func heapMappings(lo, hi uint64) ([][2]uint64, bool) {
 	file, err := os.Open("/proc/self/maps")
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer file.Close()
+	var out [][2]uint64
 	sc := bufio.NewScanner(file)
 	for sc.Scan() {
 		// "start-end perms offset dev inode [name]": anonymous ones have
@@ -150,14 +219,12 @@ func heapMappings(lo, hi uint64, f func(a, b uint64) bool) bool {
 		}
 		a, err1 := strconv.ParseUint(s, 16, 64)
 		b, err2 := strconv.ParseUint(e, 16, 64)
-		if err1 != nil || err2 != nil || b-a < 2<<20 || !named && (a < lo || b > hi) {
+		if err1 != nil || err2 != nil || b < a+2<<20 || !named && (a < lo || b > hi) {
 			continue
 		}
-		if !f(a, b) {
-			return false
-		}
+		out = append(out, [2]uint64{a, b})
 	}
-	return true
+	return out, sc.Err() == nil
 }
 
 // ranges is a set of address ranges, sorted and apart: those advised.

@@ -15,7 +15,7 @@ import (
 
 // TestHugeHeapAdvises: a heap mapping is advised as huge pages once the
 // heap grows (VmFlags hg in /proc/self/smaps); on a kernel that refuses
-// the advice, or with huge pages turned off, the watch ends instead.
+// the advice, or whose mode is not "madvise", the watch ends instead.
 func TestHugeHeapAdvises(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -23,7 +23,8 @@ func TestHugeHeapAdvises(t *testing.T) {
 	go func() { hugeHeap(ctx, time.Millisecond); close(done) }()
 	big := make([]byte, 64<<20) // a new mapping of the heap, untouched
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
-	thp := hugePagesAdvisable(t) && !thpRefused()
+	thp := thpMode() == "madvise" && !godebugDisablesTHP() && hugePagesAdvisable(t)
+	t.Logf("the watch advises here: %v (the kernel's mode %q)", thp, thpMode())
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if thp && advisedHuge(t, addr) {
@@ -90,9 +91,73 @@ func TestRanges(t *testing.T) {
 	if !slices.Equal(r, ranges{{5, 40}, {50, 60}}) {
 		t.Fatalf("after adds: %v", r)
 	}
+	r.add(44, 46) // alone, between two
+	r.add(0, 2)   // alone, before all
+	if !slices.Equal(r, ranges{{0, 2}, {5, 40}, {44, 46}, {50, 60}}) {
+		t.Fatalf("after adds apart: %v", r)
+	}
+	if got := r.missing(42, 48); !slices.Equal(got, [][2]uint64{{42, 44}, {46, 48}}) {
+		t.Fatalf("missing(42, 48) = %v", got)
+	}
 	r.add(0, 100)
 	if !slices.Equal(r, ranges{{0, 100}}) {
 		t.Fatalf("after covering all: %v", r)
+	}
+}
+
+type adviceCall struct {
+	a, n   uintptr
+	advice int
+}
+
+// TestHeapWatch: a mapping's range is advised and collapsed once, the
+// part a grown (merged) mapping adds is advised alone, the advice is
+// withdrawn after adviceFor, a range the kernel failed to advise is tried
+// again, and EINVAL ends the watch.
+func TestHeapWatch(t *testing.T) {
+	var calls []adviceCall
+	fail := map[uintptr]error{}
+	w := heapWatch{advise: func(a, n uintptr, advice int) error {
+		calls = append(calls, adviceCall{a, n, advice})
+		if advice == syscall.MADV_HUGEPAGE {
+			return fail[a]
+		}
+		return nil
+	}}
+	const mb = 1 << 20
+	t0 := time.Unix(1000, 0)
+	expect := func(what string, want ...adviceCall) {
+		t.Helper()
+		if !slices.Equal(calls, want) {
+			t.Fatalf("%s: calls %v, want %v", what, calls, want)
+		}
+		calls = nil
+	}
+	if !w.grew([][2]uint64{{64 * mb, 68 * mb}}, t0) {
+		t.Fatal("grew refused")
+	}
+	expect("a new mapping", adviceCall{64 * mb, 4 * mb, syscall.MADV_HUGEPAGE}, adviceCall{64 * mb, 4 * mb, madvCollapse})
+	w.grew([][2]uint64{{64 * mb, 72 * mb}}, t0.Add(time.Second)) // merged with the next 4 MiB
+	expect("the mapping grown", adviceCall{68 * mb, 4 * mb, syscall.MADV_HUGEPAGE}, adviceCall{68 * mb, 4 * mb, madvCollapse})
+	w.grew([][2]uint64{{64 * mb, 72 * mb}}, t0.Add(2*time.Second))
+	expect("nothing new")
+	fail[80*mb] = syscall.ENOMEM
+	w.grew([][2]uint64{{64 * mb, 72 * mb}, {80 * mb, 84 * mb}}, t0.Add(2*time.Second))
+	expect("a range the kernel failed", adviceCall{80 * mb, 4 * mb, syscall.MADV_HUGEPAGE})
+	delete(fail, 80*mb)
+	w.grew([][2]uint64{{80 * mb, 84 * mb}}, t0.Add(3*time.Second))
+	expect("tried again", adviceCall{80 * mb, 4 * mb, syscall.MADV_HUGEPAGE}, adviceCall{80 * mb, 4 * mb, madvCollapse})
+	w.withdraw(t0.Add(adviceFor - time.Nanosecond))
+	expect("before adviceFor")
+	w.withdraw(t0.Add(adviceFor + time.Second))
+	expect("after adviceFor", adviceCall{64 * mb, 4 * mb, syscall.MADV_NOHUGEPAGE}, adviceCall{68 * mb, 4 * mb, syscall.MADV_NOHUGEPAGE})
+	w.withdraw(t0.Add(adviceFor + 3*time.Second))
+	expect("the last", adviceCall{80 * mb, 4 * mb, syscall.MADV_NOHUGEPAGE})
+	w.grew([][2]uint64{{64 * mb, 84 * mb}}, t0.Add(time.Minute)) // withdrawn ranges are not advised again
+	expect("the gap only", adviceCall{72 * mb, 8 * mb, syscall.MADV_HUGEPAGE}, adviceCall{72 * mb, 8 * mb, madvCollapse})
+	fail[96*mb] = syscall.EINVAL
+	if w.grew([][2]uint64{{96 * mb, 100 * mb}}, t0.Add(time.Minute)) {
+		t.Fatal("EINVAL did not end the watch")
 	}
 }
 
