@@ -49,9 +49,10 @@ type Options struct {
 	IdleCheck, IdleGC time.Duration
 	// HugeHeap puts the heap on transparent huge pages as it grows
 	// (hugeheap_linux.go): fewer page faults for a node of many small
-	// filters, for memory held in 2 MiB pieces. Default off (bfserver's
-	// --huge-heap turns it on). HugeHeapPoll is how often a growing heap
-	// is looked at (default 2ms; one that holds still, less often).
+	// filters, for memory held in 2 MiB pieces. Default off; bfserver's
+	// --huge-heap, on by default, sets it. HugeHeapPoll is how often a
+	// growing heap is looked at (default 2ms; one that holds still, less
+	// often).
 	HugeHeap     bool
 	HugeHeapPoll time.Duration
 }
