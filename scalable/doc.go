@@ -6,8 +6,8 @@
 // (capacity × expansion, error × ½) when it is full (Chain.AddMany hashes
 // each item once and loads its bits a few items ahead); Cuckoo.Insert
 // tries every sub-filter, kicks out in the newest, and grows by a
-// power-of-two expansion. Decoders validate headers as RedisBloom 8 does and refuse any
-// filter over the caller's byte cap before allocating.
+// power-of-two expansion. Decoders validate headers as RedisBloom 8 does
+// and refuse any filter over the caller's byte cap before allocating.
 //
 // State and locks: a Chain swaps its link list atomically, so Test never
 // locks; a Cuckoo filter holds an RWMutex, since a kick-out moves

@@ -44,9 +44,6 @@ import (
 // back as soon, within 90 s; three nodes of a million small filters
 // peaked about a tenth higher.
 func hugeHeap(ctx context.Context, poll time.Duration) {
-	if poll <= 0 {
-		poll = 2 * time.Millisecond
-	}
 	if thpMode() != "madvise" || godebugDisablesTHP() {
 		return // "always": the kernel does it already; "never", none or turned off: not wanted
 	}

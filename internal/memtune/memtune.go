@@ -50,12 +50,13 @@ type Options struct {
 	// HugeHeap puts the heap on transparent huge pages as it grows
 	// (hugeheap_linux.go): fewer page faults for a node of many small
 	// filters, for memory held in 2 MiB pieces. Default off; bfserver's
-	// --huge-heap, on by default, sets it. HugeHeapPoll is how often a
-	// growing heap is looked at (default 2ms; one that holds still, less
-	// often).
-	HugeHeap     bool
-	HugeHeapPoll time.Duration
+	// --huge-heap, on by default, sets it.
+	HugeHeap bool
 }
+
+// hugeHeapPoll is how often the huge-heap watch looks at a growing heap
+// (one that holds still, less often).
+const hugeHeapPoll = 2 * time.Millisecond
 
 // Run tunes GOGC after every garbage collection until ctx ends.
 func Run(ctx context.Context, o Options) {
@@ -69,7 +70,7 @@ func Run(ctx context.Context, o Options) {
 		o.IdleGC = 10 * time.Second
 	}
 	if o.HugeHeap {
-		go hugeHeap(ctx, o.HugeHeapPoll)
+		go hugeHeap(ctx, hugeHeapPoll)
 	}
 	gcs := make(chan struct{}, 1)
 	arm(gcs, ctx)
