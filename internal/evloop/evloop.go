@@ -1,7 +1,9 @@
 // Package evloop serves many connections from a few goroutines, each
 // waiting on an epoll set, as Redis's event loop does: one wait returns
-// every connection with input, each is read once and answered with one
-// write. Go's own poller parks a goroutine per connection instead, and a
+// every connection with input, each is read once, and their replies are
+// written once all are read, one write each (Redis writes them in
+// beforeSleep: a client behind several connections then wakes once a
+// turn). Go's own poller parks a goroutine per connection instead, and a
 // request then costs a wake-up, a scheduling round and a read that finds
 // nothing; at one request per round trip (pipeline depth 1) that is most
 // of the server's time beyond the two system calls the request needs

@@ -46,6 +46,9 @@ type loop struct {
 	// done (under mu): the loop has ended; its eventfd is closed, and
 	// nothing may be posted to it.
 	done bool
+	// held: the connections whose replies wait in their out for the end
+	// of the turn (Conn.Write); spare is the list's other half.
+	held, spare []*Conn
 }
 
 type reqKind uint8
@@ -95,8 +98,12 @@ type Conn struct {
 	missed atomic.Bool
 
 	// loop-only state
-	closed     bool
-	endOnDrain bool // close once out is written (Action Close with output pending)
+	closed bool
+	// inTraffic: the handler runs on the loop (Traffic), so Write holds
+	// what it is given for the end of the turn. queued: the connection is
+	// in the loop's held list.
+	inTraffic, queued bool
+	endOnDrain        bool // close once out is written (Action Close with output pending)
 	// drained: the last read found the socket empty (a short read), and
 	// no edge has come since.
 	drained bool
@@ -199,8 +206,29 @@ func (c *Conn) Fd() int { return c.fd }
 // Write sends b, or keeps what the socket does not take to send when it
 // can; meanwhile the loop reads nothing more from the connection. Only
 // the connection's owner calls it: the handler in Traffic, or whoever
-// parked it.
+// parked it. In Traffic, a small b is held for the end of the loop's
+// turn, as Redis writes its replies before it waits again (beforeSleep):
+// a client served by several connections then wakes once for the
+// turn's replies, not once for each, and each wake-up costs the server
+// its share of the write (measured: docs/BENCHMARKS.md, "Replies at the
+// end of the turn").
 func (c *Conn) Write(b []byte) error {
+	if c.inTraffic && len(c.out)+len(b) <= maxHeld {
+		if !c.queued {
+			c.queued = true
+			c.l.held = append(c.l.held, c)
+		}
+		c.out = append(c.out, b...)
+		return nil
+	}
+	if c.queued && len(c.out) > 0 {
+		// what is held goes first; a large b does not wait for the turn
+		n, err := write(c.fd, c.out)
+		if err != nil {
+			return err
+		}
+		c.out = c.out[:copy(c.out, c.out[n:])]
+	}
 	if len(c.out) == 0 {
 		n, err := write(c.fd, b)
 		if err != nil {
@@ -301,6 +329,13 @@ func (c *Conn) Detach() (nc net.Conn, in, out []byte, err error) {
 	return nc, in, out, nil
 }
 
+// maxHeld bounds the output a connection holds for the end of a turn;
+// keptOut, the room it keeps for the next turn's once it is written.
+const (
+	maxHeld = 64 << 10
+	keptOut = 2 << 10
+)
+
 func write(fd int, b []byte) (int, error) {
 	done := 0
 	for done < len(b) {
@@ -399,12 +434,33 @@ func (l *loop) run() {
 			}
 			l.event(c, ev.Events)
 		}
+		l.flush()
 		if l.g.turns != nil {
 			l.g.turns.TurnEnd(l.index)
 		}
 		if l.stopping && l.conns.n == 0 {
 			return
 		}
+	}
+}
+
+// flush writes the replies the turn's connections hold (Conn.Write), and
+// goes on reading each whose input was not read to the end.
+func (l *loop) flush() {
+	for len(l.held) > 0 {
+		q := l.held
+		l.held = l.spare[:0]
+		for i, c := range q {
+			q[i] = nil
+			if c.parked.Load() {
+				continue // written when it was parked (after); its owner's now
+			}
+			c.queued = false
+			if !c.closed {
+				l.serve(c)
+			}
+		}
+		l.spare = q[:0]
 	}
 }
 
@@ -531,7 +587,7 @@ func (l *loop) serve(c *Conn) {
 		if len(c.out) > 0 {
 			return // the socket is full: its next edge says when it is not
 		}
-		if cap(c.out) > 1<<20 {
+		if cap(c.out) > keptOut {
 			c.out = nil
 		}
 		if c.endOnDrain {
@@ -542,7 +598,7 @@ func (l *loop) serve(c *Conn) {
 	if c.endOnDrain {
 		return
 	}
-	for !c.closed && !c.parked.Load() && len(c.out) == 0 && !c.endOnDrain {
+	for !c.closed && !c.parked.Load() && len(c.out) == 0 && !c.endOnDrain && !c.drained {
 		if !l.read(c) {
 			return
 		}
@@ -627,7 +683,9 @@ func (l *loop) deliver(c *Conn, data []byte, n int, shared bool) {
 // traffic calls the handler; a panic in it costs the connection, not the
 // loop.
 func (l *loop) traffic(c *Conn, data []byte, n int) (used int, act Action) {
+	c.inTraffic = true
 	defer func() {
+		c.inTraffic = false
 		if r := recover(); r != nil {
 			l.g.opts.OnPanic(c, r)
 			used, act = len(data), Close
@@ -646,6 +704,14 @@ func (l *loop) after(c *Conn, act Action) {
 		}
 		c.endOnDrain = true // the socket's next edge writes the rest, then closes
 	case Park:
+		if c.queued && len(c.out) > 0 {
+			// The replies before the park go now: its owner's would wait
+			// behind them. An error is found again by whoever writes next.
+			if n, err := write(c.fd, c.out); err == nil {
+				c.out = c.out[:copy(c.out, c.out[n:])]
+			}
+		}
+		c.queued = false
 		// Input the loop did not read to the end brings no new edge:
 		// Resume must hand it back to the loop.
 		c.missed.Store(!c.drained)

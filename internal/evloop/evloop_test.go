@@ -507,3 +507,37 @@ func TestDefaultLoops(t *testing.T) {
 		}
 	}
 }
+
+// held records how much output its connection held when Traffic
+// returned.
+type held struct {
+	lines
+	buffered atomic.Int64
+}
+
+func (h *held) Traffic(c *Conn, in []byte, n int) (int, Action) {
+	used, act := h.lines.Traffic(c, in, n)
+	h.buffered.Store(int64(c.Buffered()))
+	return used, act
+}
+
+// TestRepliesHeldToTurnEnd: a small reply written in Traffic waits for
+// the end of the loop's turn (Redis's beforeSleep), and is then written;
+// a large one is not held, and replies keep their order around it.
+func TestRepliesHeldToTurnEnd(t *testing.T) {
+	h := &held{}
+	_, addr := start(t, h, Options{Loops: 1})
+	c := dial(t, addr)
+	c.send(t, "a\nb\n")
+	c.expect(t, "a", "b")
+	if got := h.buffered.Load(); got != 4 {
+		t.Fatalf("Traffic returned with %d bytes held, want 4", got)
+	}
+	big := 3 * maxHeld
+	c.send(t, fmt.Sprintf("s1\nbig %d\ns2\n", big))
+	c.expect(t, "s1", strings.Repeat("x", big), "s2")
+	for i := range 100 {
+		c.send(t, fmt.Sprintf("p%d\nbig 10\n", i))
+		c.expect(t, fmt.Sprintf("p%d", i), "xxxxxxxxxx")
+	}
+}
