@@ -361,10 +361,17 @@ const (
 	// write takes well under a millisecond; an image flush's sync or a
 	// busy disk, a hung one, can take far longer): past it a goroutine
 	// waits for the write and answers it, and the loops park their writes
-	// until turnPause after that write is answered, so that the reads a
-	// loop serves wait at most turnSlow, at most once in turnPause.
-	turnSlow  = 10 * time.Millisecond
-	turnPause = time.Second
+	// for a while after that write is answered (slowPause): turnPauseMin
+	// after a lone slow write, twice the last pause after one that came
+	// within turnPause of the last, up to turnPause. So the reads a loop
+	// serves wait at most turnSlow, a few times at first and then at most
+	// once in turnPause, while a disk stays slow; and one slow sync (this
+	// VM's fdatasync reaches 100 ms some seconds apart) does not cost the
+	// turns a second each (docs/BENCHMARKS.md, "A lone slow write pauses
+	// the turns briefly").
+	turnSlow     = 10 * time.Millisecond
+	turnPause    = time.Second
+	turnPauseMin = 100 * time.Millisecond
 	// turnSlowAvg: the same, when a loop's turns' writes take this long
 	// on average (a disk whose every sync takes some milliseconds): each
 	// would hold the loop's reads that long, turn after turn.
@@ -451,13 +458,29 @@ func (srv *Server) turnEnd(loop int) {
 		// The log is slow: a goroutine takes the turn's connections
 		// (parked, they are whoever's holds them) and the loop goes on.
 		t.held, t.cmds, t.done = nil, nil, make(chan turnResult, 1)
-		srv.pauseTurns(start.Add(turnSlow + turnPause))
+		pause := srv.slowPause()
+		srv.pauseTurns(start.Add(turnSlow + pause))
 		go func() {
 			r := <-done
-			srv.pauseTurns(time.Now().Add(turnPause))
+			srv.pauseTurns(time.Now().Add(pause))
 			srv.answerTurn(held, r, start)
 		}()
 	}
+}
+
+// slowPause is how long the turns pause after a write that took longer
+// than turnSlow (turnSlow says why).
+func (srv *Server) slowPause() time.Duration {
+	now := time.Now().UnixNano()
+	last := srv.lastSlow.Swap(now)
+	p := time.Duration(srv.slowPauseNs.Load())
+	if p == 0 || now-last > int64(p+turnPause) {
+		p = turnPauseMin
+	} else {
+		p = min(2*p, turnPause)
+	}
+	srv.slowPauseNs.Store(int64(p))
+	return p
 }
 
 // answerTurn answers each connection of a turn from its part of r. A
