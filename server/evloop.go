@@ -363,7 +363,7 @@ const (
 	// waits for the write and answers it, and the loops park their writes
 	// for a while after that write is answered (slowPause): turnPauseMin
 	// after a lone slow write, twice the last pause after one that came
-	// within turnPause of the last, up to turnPause. So the reads a loop
+	// within turnPause of the last pause's end, up to turnPause. So the reads a loop
 	// serves wait at most turnSlow, a few times at first and then at most
 	// once in turnPause, while a disk stays slow; and one slow sync (this
 	// VM's fdatasync reaches 100 ms some seconds apart) does not cost the
@@ -458,7 +458,7 @@ func (srv *Server) turnEnd(loop int) {
 		// The log is slow: a goroutine takes the turn's connections
 		// (parked, they are whoever's holds them) and the loop goes on.
 		t.held, t.cmds, t.done = nil, nil, make(chan turnResult, 1)
-		pause := srv.slowPause()
+		pause := srv.slowPause(start)
 		srv.pauseTurns(start.Add(turnSlow + pause))
 		go func() {
 			r := <-done
@@ -468,18 +468,25 @@ func (srv *Server) turnEnd(loop int) {
 	}
 }
 
-// slowPause is how long the turns pause after a write that took longer
-// than turnSlow (turnSlow says why).
-func (srv *Server) slowPause() time.Duration {
-	now := time.Now().UnixNano()
-	last := srv.lastSlow.Swap(now)
-	p := time.Duration(srv.slowPauseNs.Load())
-	if p == 0 || now-last > int64(p+turnPause) {
+// slowPause is how long the turns pause after a turn's write that began
+// at start took longer than turnSlow (turnSlow says why). Each loop's
+// turn write that one slow sync held finds it slow: one that began before
+// the last was found slow met the same sync, and the pause stays as it
+// is (no new turn write begins while the turns pause).
+func (srv *Server) slowPause(start time.Time) time.Duration {
+	now := time.Now()
+	srv.slowMu.Lock()
+	defer srv.slowMu.Unlock()
+	p := srv.slowPaused
+	switch {
+	case p != 0 && !start.After(srv.lastSlow):
+		return p
+	case p == 0 || now.Sub(srv.lastSlow) > p+turnPause:
 		p = turnPauseMin
-	} else {
+	default:
 		p = min(2*p, turnPause)
 	}
-	srv.slowPauseNs.Store(int64(p))
+	srv.lastSlow, srv.slowPaused = now, p
 	return p
 }
 

@@ -269,12 +269,13 @@ type Server struct {
 	localWrites localWriter
 	turns       []loopTurn
 	// turnsOffUntil (Unix ns): no loop waits for a write before then
-	// (turnSlow). lastSlow (Unix ns) is when a turn's write last took
-	// longer than turnSlow, and slowPause the pause that followed
+	// (turnSlow). Under slowMu, lastSlow is when a turn's write was last
+	// found slower than turnSlow, and slowPaused the pause that followed
 	// (Server.slowPause).
 	turnsOffUntil atomic.Int64
-	lastSlow      atomic.Int64
-	slowPauseNs   atomic.Int64
+	slowMu        sync.Mutex
+	lastSlow      time.Time
+	slowPaused    time.Duration
 	// statShards are the commands' counters (INFO commandstats, metrics):
 	// per shard (stats.go), by ACL id.
 	statShards [][]cmdStats

@@ -1,9 +1,10 @@
 // Package evloop serves many connections from a few goroutines, each
 // waiting on an epoll set, as Redis's event loop does: one wait returns
 // every connection with input, each is read once, and their replies are
-// written once all are read, one write each (Redis writes them in
+// written once all are read, mostly one write each (Redis writes them in
 // beforeSleep: a client behind several connections then wakes once a
-// turn). Go's own poller parks a goroutine per connection instead, and a
+// turn; a connection that parks, or a large reply, is written at once).
+// Go's own poller parks a goroutine per connection instead, and a
 // request then costs a wake-up, a scheduling round and a read that finds
 // nothing; at one request per round trip (pipeline depth 1) that is most
 // of the server's time beyond the two system calls the request needs
@@ -19,9 +20,9 @@
 // waits for the socket, the loop reads nothing more from it.
 //
 // A handler that is also a TurnEnder is told when a loop has served what
-// one wait returned, before it waits again (Redis's beforeSleep): what
-// the turn's connections left for it to do together, it does there, on
-// the loop.
+// one wait returned and written the replies held for the turn, before it
+// waits again (Redis's beforeSleep): what the turn's connections left for
+// it to do together, it does there, on the loop.
 //
 // Ownership: a connection belongs to its loop, or, parked, to whoever
 // parked it; only the owner touches its buffers and descriptor. Close may

@@ -455,6 +455,9 @@ func (l *loop) flush() {
 			if c.parked.Load() {
 				continue // written when it was parked (after); its owner's now
 			}
+			if !c.queued {
+				continue // parked and resumed within the turn: listed twice
+			}
 			c.queued = false
 			if !c.closed {
 				l.serve(c)
@@ -529,6 +532,9 @@ func (l *loop) handle(r request) bool {
 			}
 			c.closing.Store(true)
 			if !c.parked.Load() {
+				if c.queued && len(c.out) > 0 {
+					write(c.fd, c.out) // the turn's held replies, as far as the socket takes them
+				}
 				l.close(c)
 			}
 		}
@@ -573,9 +579,11 @@ func (l *loop) event(c *Conn, ev uint32) {
 }
 
 // serve writes what output waits, then reads and runs input, until the
-// socket would block either way, the handler parks or closes the
-// connection, or its replies wait for the socket. Each of those ends
-// with a later edge, or with Resume, to go on from.
+// socket would block either way (or the last read found it empty), the
+// handler parks or closes the connection, or its replies wait: for the
+// socket, or held for the end of the turn (flush, which serves it
+// again). Each of those ends with a later edge, with Resume or with the
+// turn's end to go on from.
 func (l *loop) serve(c *Conn) {
 	if len(c.out) > 0 {
 		n, err := write(c.fd, c.out)
@@ -706,7 +714,8 @@ func (l *loop) after(c *Conn, act Action) {
 	case Park:
 		if c.queued && len(c.out) > 0 {
 			// The replies before the park go now: its owner's would wait
-			// behind them. An error is found again by whoever writes next.
+			// behind them. After an error what is left stays, and the
+			// loop finds the error again when it writes it after Resume.
 			if n, err := write(c.fd, c.out); err == nil {
 				c.out = c.out[:copy(c.out, c.out[n:])]
 			}

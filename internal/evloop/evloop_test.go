@@ -523,7 +523,8 @@ func (h *held) Traffic(c *Conn, in []byte, n int) (int, Action) {
 
 // TestRepliesHeldToTurnEnd: a small reply written in Traffic waits for
 // the end of the loop's turn (Redis's beforeSleep), and is then written;
-// a large one is not held, and replies keep their order around it.
+// a large one is not held, and replies keep their order around it; held
+// replies before a close are written before the connection ends.
 func TestRepliesHeldToTurnEnd(t *testing.T) {
 	h := &held{}
 	_, addr := start(t, h, Options{Loops: 1})
@@ -539,5 +540,12 @@ func TestRepliesHeldToTurnEnd(t *testing.T) {
 	for i := range 100 {
 		c.send(t, fmt.Sprintf("p%d\nbig 10\n", i))
 		c.expect(t, fmt.Sprintf("p%d", i), "xxxxxxxxxx")
+	}
+	// Held replies, then a close: written, then the connection ends.
+	d := dial(t, addr)
+	d.send(t, "last\nclose\nnever\n")
+	d.expect(t, "last", "bye")
+	if _, err := d.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after close: %v", err)
 	}
 }
