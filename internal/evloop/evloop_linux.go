@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,6 +50,9 @@ type loop struct {
 	// held: the connections whose replies wait in their out for the end
 	// of the turn (Conn.Write); spare is the list's other half.
 	held, spare []*Conn
+	// runnable reads the runtime's count of goroutines waiting for a core
+	// (othersWait).
+	runnable [1]metrics.Sample
 }
 
 type reqKind uint8
@@ -152,7 +156,9 @@ func newLoop(g *Group) (*loop, error) {
 		unix.Close(efd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
-	return &loop{g: g, epfd: epfd, efd: efd, rbuf: make([]byte, g.opts.ReadSize)}, nil
+	l := &loop{g: g, epfd: epfd, efd: efd, rbuf: make([]byte, g.opts.ReadSize)}
+	l.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
+	return l, nil
 }
 
 // Stop closes every connection and ends the loops; a parked connection
@@ -329,6 +335,15 @@ func (c *Conn) Detach() (nc net.Conn, in, out []byte, err error) {
 	return nc, in, out, nil
 }
 
+// othersWait reports whether goroutines wait for a core (on any P: the
+// runtime counts them all, in some 50 ns). Where the runtime cannot say,
+// they may.
+func (l *loop) othersWait() bool {
+	metrics.Read(l.runnable[:])
+	v := l.runnable[0].Value
+	return v.Kind() != metrics.KindUint64 || v.Uint64() > 0
+}
+
 // maxHeld bounds the output a connection holds for the end of a turn;
 // keptOut, the room it keeps for the next turn's once it is written.
 const (
@@ -393,16 +408,23 @@ func (l *loop) run() {
 			if err != nil && err != unix.EINTR {
 				panic(os.NewSyscallError("epoll_wait", err)) // EBADF, EFAULT: a bug, not a condition
 			}
-			// Nothing ready after a busy round: let other goroutines in
-			// once, then wait. Always, even after a round of inline
-			// reads: an unlock or a channel send on the loop (a writer
-			// waiting on the keyspace's lock, a MONITOR feed) readies a
-			// goroutine on this P, which the loop keeps in epoll_wait
-			// until the runtime's monitor takes it back, up to 10 ms when
-			// the other cores are busy (measured: BENCHMARKS.md, "Tried
-			// and dropped: the loop's yield only after a hand-off").
+			// Nothing ready after a busy round: let other goroutines
+			// in once, then wait. An unlock or a channel send on the
+			// loop (a writer waiting on a filter's lock, a MONITOR feed)
+			// readies a goroutine on this P, which the loop would keep
+			// in epoll_wait until the runtime's monitor takes it back,
+			// up to 10 ms when the other cores are busy (measured:
+			// BENCHMARKS.md, "Tried and dropped: the loop's yield only
+			// after a hand-off"). But only when a goroutine is waiting
+			// for a core: a yield with none hands the loop's own
+			// goroutine to another thread (a futex call to wake it, one
+			// to sleep, the loop on the other core), a tenth of a read's
+			// CPU at pipeline depth 1 (BENCHMARKS.md, "The loop yields
+			// only to a goroutine that waits").
 			msec = -1
-			runtime.Gosched()
+			if l.othersWait() {
+				runtime.Gosched()
+			}
 			continue
 		}
 		msec = 0
