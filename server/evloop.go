@@ -363,12 +363,13 @@ const (
 	// waits for the write and answers it, and the loops park their writes
 	// for a while after that write is answered (slowPause): turnPauseMin
 	// after a lone slow write, twice the last pause after one that came
-	// within turnPause of the last pause's end, up to turnPause. So the reads a loop
-	// serves wait at most turnSlow, a few times at first and then at most
-	// once in turnPause, while a disk stays slow; and one slow sync (this
-	// VM's fdatasync reaches 100 ms some seconds apart) does not cost the
-	// turns a second each (docs/BENCHMARKS.md, "A lone slow write pauses
-	// the turns briefly").
+	// within turnPause of the last pause's end, up to turnPause. So the
+	// reads a loop serves wait at most turnSlow, a few times at first and
+	// then at most once in turnPause, while a disk stays slow; and one
+	// slow sync (this VM's fdatasync reaches 100 ms some seconds apart)
+	// does not cost the turns a second each (docs/BENCHMARKS.md,
+	// "Replies at the end of the turn, a lone slow write, the loop's
+	// yield").
 	turnSlow     = 10 * time.Millisecond
 	turnPause    = time.Second
 	turnPauseMin = 100 * time.Millisecond

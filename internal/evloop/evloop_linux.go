@@ -419,8 +419,8 @@ func (l *loop) run() {
 			// for a core: a yield with none hands the loop's own
 			// goroutine to another thread (a futex call to wake it, one
 			// to sleep, the loop on the other core), a tenth of a read's
-			// CPU at pipeline depth 1 (BENCHMARKS.md, "The loop yields
-			// only to a goroutine that waits").
+			// CPU at pipeline depth 1 (BENCHMARKS.md, "Replies at the end
+			// of the turn, a lone slow write, the loop's yield").
 			msec = -1
 			if l.othersWait() {
 				runtime.Gosched()
