@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,8 +52,9 @@ type loop struct {
 	// of the turn (Conn.Write); spare is the list's other half.
 	held, spare []*Conn
 	// runnable reads the runtime's count of goroutines waiting for a core
-	// (othersWait).
-	runnable [1]metrics.Sample
+	// (othersWait); lastYield is when the loop last yielded its core.
+	runnable  [1]metrics.Sample
+	lastYield time.Time
 }
 
 type reqKind uint8
@@ -335,14 +337,40 @@ func (c *Conn) Detach() (nc net.Conn, in, out []byte, err error) {
 	return nc, in, out, nil
 }
 
-// othersWait reports whether goroutines wait for a core (on any P: the
-// runtime counts them all, in some 50 ns). Where the runtime cannot say,
-// they may.
+// mustYield reports whether the loop, idle, yields its core before it
+// blocks: when goroutines wait for a core (othersWait), and at least every
+// yieldEvery, so that a timer due on the loop's P (which a yield runs,
+// and a runnable count does not show) waits no longer than that.
+func (l *loop) mustYield() bool {
+	now := time.Now()
+	if now.Sub(l.lastYield) < yieldEvery && !l.othersWait() {
+		return false
+	}
+	l.lastYield = now
+	return true
+}
+
+// othersWait reports whether goroutines wait for a core, on any P: the
+// runtime counts them under its scheduler's lock, walking every P (54 ns
+// at GOMAXPROCS 2). Past countedProcs Ps the count is not taken, and
+// they may: the loop yields as it always did (the cost of the count
+// there, against a yield's, is not measured). Where the runtime cannot
+// say, they may too.
 func (l *loop) othersWait() bool {
+	if runtime.GOMAXPROCS(0) > countedProcs {
+		return true
+	}
 	metrics.Read(l.runnable[:])
 	v := l.runnable[0].Value
 	return v.Kind() != metrics.KindUint64 || v.Uint64() > 0
 }
+
+const (
+	// yieldEvery bounds the time between an idle loop's yields.
+	yieldEvery = time.Millisecond
+	// countedProcs is the most Ps at which othersWait asks the runtime.
+	countedProcs = 4
+)
 
 // maxHeld bounds the output a connection holds for the end of a turn;
 // keptOut, the room it keeps for the next turn's once it is written.
@@ -416,13 +444,14 @@ func (l *loop) run() {
 			// up to 10 ms when the other cores are busy (measured:
 			// BENCHMARKS.md, "Tried and dropped: the loop's yield only
 			// after a hand-off"). But only when a goroutine is waiting
-			// for a core: a yield with none hands the loop's own
-			// goroutine to another thread (a futex call to wake it, one
-			// to sleep, the loop on the other core), a tenth of a read's
-			// CPU at pipeline depth 1 (BENCHMARKS.md, "Replies at the end
-			// of the turn, a lone slow write, the loop's yield").
+			// for a core, or a millisecond passed (mustYield): a yield
+			// with none hands the loop's own goroutine to another thread
+			// (a futex call to wake it, one to sleep, the loop on the
+			// other core), a tenth of a read's CPU at pipeline depth 1
+			// (BENCHMARKS.md, "Replies at the end of the turn, a lone
+			// slow write, the loop's yield").
 			msec = -1
-			if l.othersWait() {
+			if l.mustYield() {
 				runtime.Gosched()
 			}
 			continue

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -548,4 +550,29 @@ func TestRepliesHeldToTurnEnd(t *testing.T) {
 	if _, err := d.r.ReadByte(); err != io.EOF {
 		t.Fatalf("after close: %v", err)
 	}
+}
+
+// TestOthersWait: a goroutine readied on the loop's P counts as waiting
+// for a core (the runtime's metric by that name exists and says so), so
+// an idle loop yields to it before it blocks.
+func TestOthersWait(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1) // the readied goroutine stays on this P
+	defer runtime.GOMAXPROCS(prev)
+	l := &loop{}
+	l.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
+	ch, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-ch
+		close(done)
+	}()
+	runtime.Gosched() // it runs until it waits on ch
+	ch <- struct{}{}  // readied: on this P's queue until this goroutine yields
+	waits := l.othersWait()
+	if k := l.runnable[0].Value.Kind(); k != metrics.KindUint64 {
+		t.Fatalf("the runtime's runnable count has kind %v", k)
+	}
+	if !waits {
+		t.Fatal("a goroutine readied on this P does not count as waiting")
+	}
+	<-done
 }
