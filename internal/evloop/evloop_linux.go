@@ -231,11 +231,9 @@ func (c *Conn) Write(b []byte) error {
 	}
 	if c.queued && len(c.out) > 0 {
 		// what is held goes first; a large b does not wait for the turn
-		n, err := write(c.fd, c.out)
-		if err != nil {
+		if err := c.writeOut(); err != nil {
 			return err
 		}
-		c.out = c.out[:copy(c.out, c.out[n:])]
 	}
 	if len(c.out) == 0 {
 		n, err := write(c.fd, b)
@@ -248,6 +246,17 @@ func (c *Conn) Write(b []byte) error {
 		c.out = append(c.out, b...)
 	}
 	return nil
+}
+
+// writeOut writes what out holds, as far as the socket takes it, and
+// keeps the rest; a buffer grown past keptOut is let go once empty.
+func (c *Conn) writeOut() error {
+	n, err := write(c.fd, c.out)
+	c.out = c.out[:copy(c.out, c.out[n:])]
+	if len(c.out) == 0 && cap(c.out) > keptOut {
+		c.out = nil
+	}
+	return err
 }
 
 // Buffered is how many bytes of output wait for the socket.
@@ -584,7 +593,7 @@ func (l *loop) handle(r request) bool {
 			c.closing.Store(true)
 			if !c.parked.Load() {
 				if c.queued && len(c.out) > 0 {
-					write(c.fd, c.out) // the turn's held replies, as far as the socket takes them
+					c.writeOut() // the turn's held replies, as far as the socket takes them
 				}
 				l.close(c)
 			}
@@ -637,17 +646,12 @@ func (l *loop) event(c *Conn, ev uint32) {
 // turn's end to go on from.
 func (l *loop) serve(c *Conn) {
 	if len(c.out) > 0 {
-		n, err := write(c.fd, c.out)
-		if err != nil {
+		if err := c.writeOut(); err != nil {
 			l.close(c)
 			return
 		}
-		c.out = c.out[:copy(c.out, c.out[n:])]
 		if len(c.out) > 0 {
 			return // the socket is full: its next edge says when it is not
-		}
-		if cap(c.out) > keptOut {
-			c.out = nil
 		}
 		if c.endOnDrain {
 			l.close(c)
@@ -767,9 +771,7 @@ func (l *loop) after(c *Conn, act Action) {
 			// The replies before the park go now: its owner's would wait
 			// behind them. After an error what is left stays, and the
 			// loop finds the error again when it writes it after Resume.
-			if n, err := write(c.fd, c.out); err == nil {
-				c.out = c.out[:copy(c.out, c.out[n:])]
-			}
+			c.writeOut()
 		}
 		c.queued = false
 		// Input the loop did not read to the end brings no new edge:
