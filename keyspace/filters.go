@@ -183,7 +183,7 @@ func (k *Keyspace) bfAdd(c *command.Cmd) Result {
 			r.Ints = appendInt(r.Ints, b2i(added))
 		}
 	} else {
-		r.Ints, err = ch.AddMany(c.Items, c.MaxBytes, r.Ints)
+		r.Ints, err = ch.AddManyTested(c.Items, c.MaxBytes, r.Ints, k.older)
 	}
 	k.changed(c.DB, c.Key)
 	if err != nil {

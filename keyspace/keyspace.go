@@ -189,6 +189,11 @@ type Keyspace struct {
 	hotKey []byte
 	hotDB  uint8
 	hotSet bool
+	// pt is the helper of the entry being applied, if it has one
+	// (pretest.go), and older what it found of the command Apply runs.
+	pt    pretest
+	inPT  bool
+	older *scalable.Older
 	// loading marks the stand-in served while a snapshot replaces the
 	// state: it holds nothing, and answers every read ErrLoading.
 	loading bool

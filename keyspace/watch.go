@@ -245,6 +245,10 @@ func Skip(c *command.Cmd, r *Result) int {
 // (cluster membership). Like Apply, one entry at a time.
 func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() command.Users, other func(*command.Cmd) bool) command.Users {
 	var next command.Users
+	if p := k.startPretest(cmds); p != nil {
+		k.inPT = true
+		defer func() { p.finish(); k.inPT, k.older = false, nil }()
+	}
 	for i := 0; i < len(cmds); i++ {
 		c := cmds[i]
 		// An entry holds hundreds of writes, mostly to a few big filters
@@ -268,6 +272,9 @@ func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() co
 			}
 			out[i] = Result{Int: next.Apply(c)}
 		default:
+			if k.inPT {
+				k.older = k.pt.take(i)
+			}
 			out[i] = k.Apply(c)
 			// A transaction whose WATCHed keys moved is left out, on
 			// every replica alike; its results stay empty.

@@ -33,12 +33,79 @@ func (c *Chain) PrefetchNext(items [][]byte, i int) {
 // logic. Each item after the first PrefetchAhead is hashed once here (Add
 // after Prefetch hashed it twice), and its bits in every link start
 // loading PrefetchAhead items before they are read (PrefetchFirst is the
-// caller's, as for Add: the state machine's look-ahead). Testing the
-// older links of half the items on a second goroutine first was slower
-// once setting a bit took no lock (internal/release): 0.61 s against
-// 0.54 s for a million items (BenchmarkBulkLoad), with the second core
-// idle, and the server's other core is not.
+// caller's, as for Add: the state machine's look-ahead). Splitting one
+// call's older-link tests over two goroutines was slower once setting a
+// bit took no lock (internal/release): 0.61 s against 0.54 s for a
+// million items (BenchmarkBulkLoad). Across a log entry's commands it is
+// not (TestOlder).
 func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64, error) {
+	return c.AddManyTested(items, maxBytes, into, nil)
+}
+
+// Older is what TestOlder found of a batch of items: which are in one of
+// the links older than the newest of Chain, when it had Links links.
+type Older struct {
+	Chain *Chain
+	Links int
+	In    []uint64 // bit i: item i is in one of them
+}
+
+func (o *Older) in(i int) bool { return o.In[i/64]>>(i%64)&1 != 0 }
+
+// TestOlder tests items against the links older than the chain's newest,
+// as a reader does: it changes nothing, and may run beside the writer.
+// Those links take no more items, so AddManyTested can skip these tests
+// later, as long as no other change reached them meanwhile (a LOADCHUNK,
+// the chain replaced: the caller's to rule out). The state machine runs
+// it on a second goroutine for the commands of a log entry that Apply has
+// not reached (keyspace's pretest): a chain's adds cost half as much with
+// the older links tested already.
+func (c *Chain) TestOlder(items [][]byte, o *Older) {
+	var one [1]*Link
+	links := c.LinksIn(&one)
+	o.Chain, o.Links = c, len(links)
+	o.In = append(o.In[:0], make([]uint64, (len(items)+63)/64)...)
+	older := links[:len(links)-1]
+	if len(older) == 0 {
+		return
+	}
+	var ring [PrefetchAhead]engine.Hash
+	for i, it := range items[:min(len(items), PrefetchAhead)] {
+		ring[i] = c.hash(it)
+		prefetchFirstBits(older, ring[i])
+	}
+	for i := range items {
+		h := ring[i%PrefetchAhead]
+		if j := i + PrefetchAhead; j < len(items) {
+			hj := c.hash(items[j])
+			ring[j%PrefetchAhead] = hj
+			prefetchFirstBits(older, hj)
+		}
+		if inAny(older, h) {
+			o.In[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+func prefetchFirstBits(links []*Link, h engine.Hash) {
+	for _, l := range links {
+		l.PrefetchFirstBits(h)
+	}
+}
+
+// AddManyTested is AddMany of items whose tests against the chain's older
+// links o holds (TestOlder; nil: none, AddMany). Links that became older
+// since are tested here; the answers and bits are AddMany's. An o of
+// another chain, or of more links than c has, counts as none.
+func (c *Chain) AddManyTested(items [][]byte, maxBytes uint64, into []int64, o *Older) ([]int64, error) {
+	var one [1]*Link
+	if o != nil && (o.Chain != c || o.Links > len(c.LinksIn(&one)) || len(o.In) < (len(items)+63)/64) {
+		o = nil
+	}
+	from := 0 // the links before it are tested in o
+	if o != nil {
+		from = o.Links - 1
+	}
 	var ring [PrefetchAhead]engine.Hash
 	for i, it := range items[:min(len(items), PrefetchAhead)] {
 		ring[i] = c.hash(it)
@@ -48,9 +115,19 @@ func (c *Chain) AddMany(items [][]byte, maxBytes uint64, into []int64) ([]int64,
 		if j := i + PrefetchAhead; j < len(items) {
 			hj := c.hash(items[j])
 			ring[j%PrefetchAhead] = hj
-			c.prefetchHash(hj)
+			c.prefetchFrom(hj, from)
 		}
-		added, err := c.addHashed(h, maxBytes)
+		var added bool
+		var err error
+		if o == nil {
+			added, err = c.addHashed(h, maxBytes)
+		} else if !o.in(i) {
+			var one [1]*Link
+			links := c.LinksIn(&one)
+			if newest := len(links) - 1; !inAny(links[from:newest], h) {
+				added, err = c.addNewest(links, h, maxBytes)
+			}
+		}
 		if err != nil {
 			return into, err
 		}

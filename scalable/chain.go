@@ -157,13 +157,14 @@ func (c *Chain) hash(item []byte) engine.Hash {
 func (c *Chain) Prefetch(item []byte) { c.prefetchHash(c.hash(item)) }
 
 // prefetchHash is Prefetch of an item already hashed.
-func (c *Chain) prefetchHash(h engine.Hash) {
+func (c *Chain) prefetchHash(h engine.Hash) { c.prefetchFrom(h, 0) }
+
+// prefetchFrom is prefetchHash without the links before from.
+func (c *Chain) prefetchFrom(h engine.Hash, from int) {
 	var one [1]*Link
 	links := c.LinksIn(&one)
 	last := len(links) - 1
-	for _, l := range links[:last] {
-		l.PrefetchFirstBits(h)
-	}
+	prefetchFirstBits(links[min(from, last):last], h)
 	links[last].Prefetch(h)
 }
 
@@ -224,6 +225,11 @@ func (c *Chain) addHashed(h engine.Hash, maxBytes uint64) (bool, error) {
 	if inAny(links[:len(links)-1], h) {
 		return false, nil
 	}
+	return c.addNewest(links, h, maxBytes)
+}
+
+// addNewest is addHashed of an item found in none of the older links.
+func (c *Chain) addNewest(links []*Link, h engine.Hash, maxBytes uint64) (bool, error) {
 	cur := links[len(links)-1]
 	if cur.Size() < cur.Entries {
 		if !cur.Add(h) {
