@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/bfserver/bfserver/command"
+	"github.com/bfserver/bfserver/scalable"
 )
 
 // TestPretestMatchesApply: entries of large BF.MADDs, applied with the
@@ -16,7 +19,25 @@ import (
 // helper serves: into growing chains, a non-scaling one that fills, a
 // missing key with NOCREATE, and a key that expires in the middle of an
 // entry and is created again (its older tests belong to a chain gone).
+// Twice: with the helper beside Apply, as in a node, and with it run to
+// its end first, where every test it made is as old as it can be.
 func TestPretestMatchesApply(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
+			pretestFor(t, sync)
+			pretestMatchesApply(t)
+		})
+	}
+}
+
+// pretestFor makes the helper take every entry it could serve while t
+// runs, and run to its end before Apply if sync.
+func pretestFor(t *testing.T, sync bool) {
+	pretestAlways, pretestSync = true, sync
+	t.Cleanup(func() { pretestAlways, pretestSync = false, false })
+}
+
+func pretestMatchesApply(t *testing.T) {
 	helped, alone := New(), New()
 	rng := rand.New(rand.NewPCG(7, 8))
 	var next uint64
@@ -64,7 +85,7 @@ func TestPretestMatchesApply(t *testing.T) {
 			t.Fatalf("%s differs: %.200s against %.200s", key, a, b)
 		}
 	}
-	if helped.pt.taken == 0 {
+	if helped.pt.taken == 0 && (pretestSync || runtime.GOMAXPROCS(0) > 1) {
 		t.Fatal("Apply never took the helper's tests")
 	}
 	t.Logf("%d commands added with the helper's tests", helped.pt.taken)
@@ -106,11 +127,13 @@ func filterOf(t *testing.T, k *Keyspace, key string) string {
 
 // FuzzPretest: an entry of BF.MADDs drawn from the input (keys, sizes,
 // items seen before, NOCREATE, growth settings) applied with the helper
-// gives the answers and filters of its commands applied one entry each.
+// (run to its end first, so that each input takes the same path) gives
+// the answers and filters of its commands applied one entry each.
 func FuzzPretest(f *testing.F) {
 	f.Add([]byte{0, 10, 1, 1, 200, 3, 0, 50, 0, 2, 255, 7, 3, 1, 1})
 	f.Add([]byte{1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
+		pretestFor(t, true) // the helper's path whatever the timing
 		if len(in) > 60 {
 			in = in[:60] // 20 commands at most
 		}
@@ -157,4 +180,72 @@ func FuzzPretest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPretestChainReplaced: the helper tested a command against a chain
+// that an expiry then replaced within the entry, by one created with
+// smaller links that grows past the old one's number of links before the
+// command runs: the old chain's tests must not be taken (they find in its
+// older links items the new chain never had).
+func TestPretestChainReplaced(t *testing.T) {
+	pretestFor(t, true)
+	helped, alone := New(), New()
+	seq := func(from, n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = binary.LittleEndian.AppendUint64(nil, uint64(from+i))
+		}
+		return out
+	}
+	add := func(key string, items [][]byte, now int64, capacity uint64, expansion uint32) *command.Cmd {
+		return &command.Cmd{Op: command.BFAdd, Key: []byte(key), Items: items, Multi: true,
+			ErrorRate: 0.01, Capacity: capacity, Expansion: expansion, MaxBytes: 1 << 30, Now: now}
+	}
+	for _, c := range []*command.Cmd{
+		add("e", seq(0, 3000), 1, 1000, 2), // two links
+		{Op: command.Expire, Key: []byte("e"), Iter: 100, Now: 1},
+	} {
+		helped.Apply(c)
+		alone.Apply(c)
+	}
+	applyBoth(t, helped, alone, []*command.Cmd{
+		add("e", seq(50_000, 400), 200, 10, 1), // expired: created again, ten items a link
+		add("e", seq(0, 3000), 201, 10, 1),     // the old chain's items, new to this one
+	})
+	var one [1]*scalable.Link
+	if n := len(helped.Lookup(0, []byte("e"), 201).Bloom().LinksIn(&one)); n <= 2 {
+		t.Fatalf("the new chain has %d links: not past the old one's 2", n)
+	}
+}
+
+// TestPretestLetsGo: once an entry is applied the helper keeps no chain,
+// so a filter deleted afterwards is collected.
+func TestPretestLetsGo(t *testing.T) {
+	pretestFor(t, true)
+	k := New()
+	var next uint64
+	add := func(n int) *command.Cmd {
+		items := make([][]byte, n)
+		for i := range items {
+			items[i] = binary.LittleEndian.AppendUint64(nil, next)
+			next++
+		}
+		return &command.Cmd{Op: command.BFAdd, Key: []byte("big"), Items: items, Multi: true,
+			ErrorRate: 0.01, Capacity: 100, Expansion: 2, MaxBytes: 1 << 30, Now: 1}
+	}
+	k.Apply(add(3000))
+	cmds := []*command.Cmd{add(300), add(300), add(300)}
+	k.ApplyEntry(cmds, make([]Result, len(cmds)), func() command.Users { return command.Users{} }, nil)
+	if k.pt.taken == 0 {
+		t.Fatal("the helper served nothing")
+	}
+	w := weak.Make(k.Lookup(0, []byte("big"), 1).Bloom())
+	k.Apply(&command.Cmd{Op: command.Del, Keys: [][]byte{[]byte("big")}, Now: 2})
+	for range 3 {
+		runtime.GC()
+	}
+	if w.Value() != nil {
+		t.Fatal("a deleted filter is still reachable")
+	}
+	runtime.KeepAlive(k) // the keyspace, helper included, outlives the check
 }

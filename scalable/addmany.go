@@ -55,8 +55,9 @@ func (o *Older) in(i int) bool { return o.In[i/64]>>(i%64)&1 != 0 }
 // TestOlder tests items against the links older than the chain's newest,
 // as a reader does: it changes nothing, and may run beside the writer.
 // Those links take no more items, so AddManyTested can skip these tests
-// later, as long as no other change reached them meanwhile (a LOADCHUNK,
-// the chain replaced: the caller's to rule out). The state machine runs
+// later, as long as nothing but adds reached the chain meanwhile (a
+// LOADCHUNK writes older links: the caller's to rule out; the tests of
+// another chain AddManyTested refuses itself). The state machine runs
 // it on a second goroutine for the commands of a log entry that Apply has
 // not reached (keyspace's pretest): a chain's adds cost half as much with
 // the older links tested already.
@@ -122,7 +123,6 @@ func (c *Chain) AddManyTested(items [][]byte, maxBytes uint64, into []int64, o *
 		if o == nil {
 			added, err = c.addHashed(h, maxBytes)
 		} else if !o.in(i) {
-			var one [1]*Link
 			links := c.LinksIn(&one)
 			if newest := len(links) - 1; !inAny(links[from:newest], h) {
 				added, err = c.addNewest(links, h, maxBytes)

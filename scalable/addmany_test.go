@@ -124,7 +124,8 @@ func sameChains(t *testing.T, a, b *Chain) {
 // the tests were made just before, and when made before earlier batches
 // were added (the state machine's helper testing a later command of an
 // entry, on another goroutine, while Apply adds an earlier one), so that
-// links became older since; tests of another chain are not taken.
+// links became older since; tests of another chain, which found the items
+// in its older links, are not taken.
 func TestAddManyTestedMatchesAddMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, tc := range []struct {
@@ -143,8 +144,6 @@ func TestAddManyTestedMatchesAddMany(t *testing.T) {
 				t.Fatal(err)
 			}
 			tested, _ := NewChain(tc.capacity, 0.01, 2, tc.nonScaling, tc.maxBytes)
-			other, _ := NewChain(tc.capacity, 0.01, 2, tc.nonScaling, tc.maxBytes)
-			other.AddMany([][]byte{[]byte("x")}, noCap, nil)
 			batches := make([][][]byte, 60)
 			var next uint64
 			for b := range batches {
@@ -165,12 +164,22 @@ func TestAddManyTestedMatchesAddMany(t *testing.T) {
 				batches[b] = items
 			}
 			var olders [3]Older
-			var stale, grewSince, stopped int
+			var stale, grewSince, stopped, others int
 			for b, items := range batches {
 				o := &olders[b%3]
 				switch {
 				case b%7 == 3:
-					other.TestOlder(items, o) // another chain's: not taken
+					// Another chain's tests, which find the items in its
+					// older links: not to be taken.
+					other, _ := NewChain(100, 0.01, 2, false, noCap)
+					other.AddMany(items, noCap, nil)
+					for n := len(other.Links()); len(other.Links()) == n; {
+						other.AddMany([][]byte{binary.LittleEndian.AppendUint64([]byte("filler"), rng.Uint64())}, noCap, nil)
+					}
+					other.TestOlder(items, o)
+					if o.Links <= len(tested.Links()) && o.in(0) {
+						others++
+					}
 				case b%2 == 1 && b > 0 && olders[b%3].Chain == tested:
 					stale++ // made before the batches since were added
 				default:
@@ -197,6 +206,9 @@ func TestAddManyTestedMatchesAddMany(t *testing.T) {
 			}
 			if stale == 0 {
 				t.Fatal("no batch used tests made before earlier batches")
+			}
+			if !tc.nonScaling && others == 0 {
+				t.Fatal("no batch was offered another chain's tests that only the chain tells apart")
 			}
 			if !tc.nonScaling && grewSince == 0 {
 				t.Fatal("no batch's chain grew between its tests and its adds")
