@@ -189,10 +189,10 @@ type Keyspace struct {
 	hotKey []byte
 	hotDB  uint8
 	hotSet bool
-	// pt is the helper of the entry being applied, if it has one
-	// (pretest.go), and older what it found of the command Apply runs.
+	// pt is the helper ApplyEntry starts for an entry it may speed up
+	// (pretest.go), kept for its buffers; older is what it found of the
+	// command Apply runs, nil outside such an entry.
 	pt    pretest
-	inPT  bool
 	older *scalable.Older
 	// loading marks the stand-in served while a snapshot replaces the
 	// state: it holds nothing, and answers every read ErrLoading.

@@ -245,9 +245,9 @@ func Skip(c *command.Cmd, r *Result) int {
 // (cluster membership). Like Apply, one entry at a time.
 func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() command.Users, other func(*command.Cmd) bool) command.Users {
 	var next command.Users
-	if p := k.startPretest(cmds); p != nil {
-		k.inPT = true
-		defer func() { p.finish(); k.inPT, k.older = false, nil }()
+	pt := k.startPretest(cmds)
+	if pt != nil {
+		defer func() { pt.finish(); k.older = nil }()
 	}
 	for i := 0; i < len(cmds); i++ {
 		c := cmds[i]
@@ -272,8 +272,8 @@ func (k *Keyspace) ApplyEntry(cmds []*command.Cmd, out []Result, users func() co
 			}
 			out[i] = Result{Int: next.Apply(c)}
 		default:
-			if k.inPT {
-				k.older = k.pt.take(i)
+			if pt != nil {
+				k.older = pt.take(i)
 			}
 			out[i] = k.Apply(c)
 			// A transaction whose WATCHed keys moved is left out, on
