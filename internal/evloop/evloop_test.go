@@ -560,13 +560,13 @@ func TestOthersWait(t *testing.T) {
 	defer runtime.GOMAXPROCS(prev)
 	l := &loop{}
 	l.runnable[0].Name = "/sched/goroutines/runnable:goroutines"
-	ch, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		<-ch
-		close(done)
-	}()
-	runtime.Gosched() // it runs until it waits on ch
-	ch <- struct{}{}  // readied: on this P's queue until this goroutine yields
+	// A goroutine started here waits on this P's queue until this one
+	// yields: with no other P, nothing else can run it. (Readying one
+	// through a channel first needs a yield for it to reach the receive,
+	// and a yield may run this goroutine again first: 1 in 61 turns
+	// takes the global queue ahead of the local one.)
+	done := make(chan struct{})
+	go func() { close(done) }()
 	waits := l.othersWait()
 	if k := l.runnable[0].Value.Kind(); k != metrics.KindUint64 {
 		t.Fatalf("the runtime's runnable count has kind %v", k)
